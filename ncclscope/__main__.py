@@ -1,0 +1,3 @@
+from ncclscope.cli import main
+
+main()

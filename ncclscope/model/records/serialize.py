@@ -1,0 +1,74 @@
+"""Records as plain JSON-ready dicts: the ``parse`` jsonl contract (docs/contracts.md, version 1).
+
+Key order is fixed: ``source``, ``line``, ``kind``, the envelope (``level``, ``host``, ``pid``,
+``tid``, ``dev`` always; ``src_file``, ``src_line``, ``src_func``, ``timestamp``,
+``launcher_rank``, ``launcher_host``, ``prefix`` when present), then the kind's own fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from typing import Any
+
+from ncclscope.model.records.base import Part, Record
+
+JSONL_SCHEMA_VERSION = 1
+
+_ALWAYS = ("level", "host", "pid", "tid", "dev")
+_WHEN_PRESENT = (
+    "src_file",
+    "src_line",
+    "src_func",
+    "timestamp",
+    "launcher_rank",
+    "launcher_host",
+    "prefix",
+)
+_ENVELOPE = frozenset(f.name for f in dataclasses.fields(Record))
+
+
+_OWN: dict[type, tuple[str, ...]] = {}
+
+
+def _own_fields(cls: type) -> tuple[str, ...]:
+    names = _OWN.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _ENVELOPE)
+        _OWN[cls] = names
+    return names
+
+
+def plain(value: Any) -> Any:
+    """A field value as JSON-ready data."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Part):
+        return part_to_dict(value)
+    if isinstance(value, tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def part_to_dict(part: Part) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": part.KIND}
+    for name in _own_fields(type(part)):
+        out[name] = plain(getattr(part, name))
+    return out
+
+
+def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
+    """One record as the jsonl contract's object. ``text`` (the line as read) is included when
+    asked for, and always for ``unrecognized`` records."""
+    out: dict[str, Any] = {"source": rec.source, "line": rec.line, "kind": rec.KIND}
+    for name in _ALWAYS:
+        out[name] = plain(getattr(rec, name))
+    for name in _WHEN_PRESENT:
+        value = getattr(rec, name)
+        if value is not None:
+            out[name] = value
+    for name in _own_fields(type(rec)):
+        out[name] = plain(getattr(rec, name))
+    if with_text or rec.KIND == "unrecognized":
+        out["text"] = rec.text
+    return out

@@ -1,0 +1,129 @@
+"""Find, join and compile the Lark grammar (grammar/*.lark), and read facts back out of it.
+
+The grammar files live at the top of the source tree (``grammar/``); a wheel carries a copy at
+``ncclscope/_grammar``. Both layouts are looked for, so parsing works from a checkout, an editable
+install and an installed wheel alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from lark import Lark
+from lark.grammar import NonTerminal, Terminal
+from lark.lexer import PatternStr
+
+from ncclscope.errors import InstallError
+from ncclscope.parse.transform import RecordBuilder
+
+START_RULES = ("envelope", "message", "foreign", "split_markers")
+
+
+def grammar_dir() -> Path:
+    """The directory holding nccl.lark and families/."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "_grammar", package.parent / "grammar"):
+        if (candidate / "nccl.lark").is_file():
+            return candidate
+    raise InstallError(
+        f"grammar files not found next to {package} (looked in _grammar/ and ../grammar/)"
+    )
+
+
+def grammar_files() -> list[Path]:
+    """The grammar files in the order they are joined: nccl.lark, then families/*.lark by name."""
+    root = grammar_dir()
+    return [root / "nccl.lark", *sorted((root / "families").glob("*.lark"))]
+
+
+@functools.cache
+def grammar_text() -> str:
+    parts = []
+    for path in grammar_files():
+        parts.append(f"// ===== {path.name} =====\n{path.read_text(encoding='utf-8')}\n")
+    return "".join(parts)
+
+
+@functools.cache
+def lark_parser(with_transformer: bool = True) -> Lark:
+    """The LALR parser. With the transformer, parses return record bodies; without it, trees
+    (for tests and the grammar tooling)."""
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        # The contextual lexer only tries the terminals the parser can accept next, which is what
+        # lets free-text terminals (a dlerror, an errno text) live beside keywords.
+        lexer="contextual",
+        start=list(START_RULES),
+        transformer=RecordBuilder() if with_transformer else None,
+        # Positions are not needed: every record carries its line number from the reader.
+        propagate_positions=False,
+        maybe_placeholders=False,
+    )
+
+
+@dataclass(frozen=True)
+class Markers:
+    """The split markers and anchors, read from the grammar's terminal definitions."""
+
+    level: re.Pattern[str]
+    banner: re.Pattern[str]
+    ray_repeated: re.Pattern[str]
+    who: re.Pattern[str]
+    #: literal first tokens of the `foreign` alternatives, looked for anywhere in a line
+    foreign_literals: tuple[str, ...]
+    #: regex first tokens of the `foreign` alternatives, tried at the start of a stripped line
+    foreign_regex: re.Pattern[str] | None
+
+
+def _terminal_regex(parser: Lark, name: str) -> str:
+    return str(parser.get_terminal(name).pattern.to_regexp())
+
+
+def _first_terminals(parser: Lark, start: str) -> set[str]:
+    """Names of the terminals that can begin a derivation of ``start``."""
+    by_origin: dict[str, list[list[object]]] = {}
+    for rule in parser.rules:
+        by_origin.setdefault(rule.origin.name, []).append(list(rule.expansion))
+    seen: set[str] = set()
+    found: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        for expansion in by_origin.get(name, []):
+            if not expansion:
+                continue
+            head = expansion[0]
+            if isinstance(head, Terminal):
+                found.add(head.name)
+            elif isinstance(head, NonTerminal):
+                visit(head.name)
+
+    visit(start)
+    return found
+
+
+@functools.cache
+def markers() -> Markers:
+    parser = lark_parser()
+    literals: list[str] = []
+    regexes: list[str] = []
+    for name in sorted(_first_terminals(parser, "foreign")):
+        pattern = parser.get_terminal(name).pattern
+        if isinstance(pattern, PatternStr):
+            literals.append(str(pattern.value))
+        else:
+            regexes.append(str(pattern.to_regexp()))
+    return Markers(
+        level=re.compile(_terminal_regex(parser, "LEVEL")),
+        banner=re.compile(_terminal_regex(parser, "BANNER")),
+        ray_repeated=re.compile(_terminal_regex(parser, "RAY_REPEATED")),
+        who=re.compile(_terminal_regex(parser, "WHO")),
+        foreign_literals=tuple(literals),
+        foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
+    )

@@ -1,0 +1,245 @@
+"""The one generic transformer: parse trees to typed records, driven by the record classes.
+
+No rule has a hand-written callback. A tree node is one of:
+
+* a **kind** (a ``-> alias`` naming a record or part class): its field children become the
+  class's fields, coerced to the field's annotation;
+* a **field** (a rule named like a field, optionally ``prefix__field``): its converted children;
+* an **envelope** node (``launcher_*``, ``timestamp``, ``who``, ``location``, ``envelope``).
+
+Terminals are converted by name: ``INT``/``SINT`` and names ending ``_INT`` to int, ``HEX`` and
+``*_HEX`` to int base 16, ``HEX0X`` to int, ``FLOAT`` and ``*_FLOAT`` to float, ``BUSID`` and
+``*_BUSID`` to a normalised PCI bus id; anything else stays text. Because the mapping is data, the
+fast path of ncclscope.parse.fast (derived from the same grammar) reproduces it exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, NamedTuple
+
+from lark import Token, Transformer, Tree
+
+from ncclscope.model.records import KINDS
+from ncclscope.model.records.base import Part, Record
+
+
+class Field(NamedTuple):
+    """A field value found in a tree, before it is placed in its record."""
+
+    name: str
+    value: Any
+
+
+class Body(NamedTuple):
+    """A parsed message: the record class and its fields, waiting for the envelope."""
+
+    cls: type[Record]
+    fields: dict[str, Any]
+
+
+def normalise_bus_id(text: str) -> str:
+    """NCCL prints a busId as the hex of ``domain|bus|device|function`` run together
+    (``18000``, ``1b000``, ``0000:18:00.0``): return ``dddd:bb:dd.f``."""
+    digits = text.replace(":", "").replace(".", "").lower()
+    if text.lower().startswith("0x"):
+        digits = digits[2:]
+    digits = digits.rjust(9, "0")
+    return f"{digits[:-5][-4:].rjust(4, '0')}:{digits[-5:-3]}:{digits[-3:-1]}.{digits[-1]}"
+
+
+def _hex(text: str) -> int:
+    return int(text, 16)
+
+
+_EXACT: dict[str, Callable[[str], Any]] = {
+    "INT": int,
+    "SINT": int,
+    "HEX": _hex,
+    "HEX0X": _hex,
+    "FLOAT": float,
+    "BUSID": normalise_bus_id,
+}
+_SUFFIX: tuple[tuple[str, Callable[[str], Any]], ...] = (
+    ("_INT", int),
+    ("_SINT", int),
+    ("_HEX", _hex),
+    ("_FLOAT", float),
+    ("_BUSID", normalise_bus_id),
+)
+
+
+def terminal_converter(name: str) -> Callable[[str], Any] | None:
+    """The converter for a terminal type, or None for text."""
+    conv = _EXACT.get(name)
+    if conv is not None:
+        return conv
+    for suffix, fn in _SUFFIX:
+        if name.endswith(suffix):
+            return fn
+    return None
+
+
+def convert_token(tok: Token) -> Any:
+    conv = terminal_converter(tok.type)
+    return str(tok) if conv is None else conv(str(tok))
+
+
+# --- coercion of a field value to its annotation -------------------------------------------------
+
+
+def _coercer(tp: Any) -> tuple[bool, Callable[[Any], Any]]:
+    """(is_tuple, convert-one-element) for an annotation."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return _coercer(args[0])
+        return False, lambda v: v
+    if origin is tuple:
+        elems = typing.get_args(tp)
+        _, one = _coercer(elems[0]) if elems else (False, lambda v: v)
+        return True, one
+    if isinstance(tp, type):
+        if issubclass(tp, bool):
+            return False, bool
+        if issubclass(tp, Enum):
+            enum_cls = tp
+            return False, lambda v: v if isinstance(v, enum_cls) else enum_cls(v)
+        if issubclass(tp, int):
+            return False, lambda v: v if isinstance(v, int) else int(v)
+        if issubclass(tp, float):
+            return False, lambda v: float(v)
+        if issubclass(tp, str):
+            return False, lambda v: v if isinstance(v, str) else str(v)
+    return False, lambda v: v
+
+
+_SPECS: dict[type, dict[str, tuple[bool, Callable[[Any], Any]]]] = {}
+_ENVELOPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Record))
+
+
+def field_specs(cls: type) -> dict[str, tuple[bool, Callable[[Any], Any]]]:
+    """Per class: field name → (is_tuple, coerce), for the fields a message can fill."""
+    spec = _SPECS.get(cls)
+    if spec is None:
+        hints = typing.get_type_hints(cls)
+        spec = {
+            f.name: _coercer(hints[f.name])
+            for f in dataclasses.fields(cls)
+            if f.name not in _ENVELOPE_FIELDS
+        }
+        _SPECS[cls] = spec
+    return spec
+
+
+def build_fields(cls: type, children: list[Any]) -> dict[str, Any]:
+    """Gather Field children into keyword arguments for ``cls``."""
+    spec = field_specs(cls)
+    out: dict[str, Any] = {}
+    for child in children:
+        if not isinstance(child, Field):
+            continue
+        name, value = child
+        entry = spec.get(name)
+        if entry is None:
+            raise TypeError(f"grammar gives field {name!r} that {cls.__name__} does not have")
+        is_tuple, coerce = entry
+        if is_tuple:
+            values = value if isinstance(value, tuple) else (value,)
+            out[name] = out.get(name, ()) + tuple(coerce(v) for v in values)
+        elif name not in out:
+            out[name] = coerce(value)
+    return out
+
+
+# --- envelope ------------------------------------------------------------------------------------
+
+
+def _launcher_rank_ompi(tok: str) -> int:
+    return int(tok[1:].split(",", 1)[1].split("]", 1)[0])
+
+
+def _digits_in(tok: str) -> int:
+    return int("".join(ch for ch in tok if ch.isdigit()))
+
+
+def _ray_ip(tok: str) -> str | None:
+    _, sep, rest = tok.partition("ip=")
+    return rest.rstrip(")") if sep else None
+
+
+_ENVELOPE_NODES: dict[str, Callable[[str], dict[str, Any]]] = {
+    "launcher_ompi": lambda t: {"launcher_rank": _launcher_rank_ompi(t)},
+    "launcher_rank_tag": lambda t: {"launcher_rank": _digits_in(t)},
+    "launcher_torchx": lambda t: {"launcher_rank": int(t.rsplit("|", 1)[1].rstrip("]:"))},
+    "launcher_slurm": lambda t: {"launcher_rank": int(t.rstrip(": "))},
+    "launcher_pdsh": lambda t: {"launcher_host": t.rstrip(": ")},
+    "launcher_ray": lambda t: {"launcher_host": _ray_ip(t)},
+    "launcher_lineno": lambda t: {},
+    "quote": lambda t: {},
+    "timestamp": lambda t: {"timestamp": t.strip("|[] \t")},
+}
+
+
+def _who(children: list[Token]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for tok in children:
+        if tok.type == "WHO":
+            host, pid, tid = str(tok).rsplit(":", 2)
+            out.update(host=host, pid=int(pid), tid=int(tid))
+        elif tok.type == "DEV":
+            out["dev"] = int(tok[1:-1])
+    return out
+
+
+def _location(children: list[Token]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for tok in children:
+        if tok.type == "SRC_LOC":
+            file, line = str(tok).rsplit(":", 1)
+            out.update(src_file=file, src_line=int(line))
+        elif tok.type == "SRC_FUNC":
+            out["src_func"] = str(tok)[1:-1]
+    return out
+
+
+class RecordBuilder(Transformer[Token, Any]):
+    """Inline Lark transformer that builds record bodies, parts and envelopes."""
+
+    def __default__(self, data: Any, children: list[Any], meta: Any) -> Any:
+        name = str(data)
+        if name.startswith("_"):
+            # Lark inlines `_rule`s by reading their node's children: hand it a tree.
+            return Tree(name, children)
+        cls = KINDS.get(name)
+        if cls is not None:
+            converted = [convert_token(c) if isinstance(c, Token) else c for c in children]
+            if issubclass(cls, Part):
+                return cls(**build_fields(cls, converted))
+            return Body(cls, build_fields(cls, converted))
+        env = _ENVELOPE_NODES.get(name)
+        if env is not None:
+            return env(str(children[0])) if children else {}
+        if name == "who":
+            return _who(children)
+        if name == "location":
+            return _location(children)
+        if name == "envelope":
+            merged: dict[str, Any] = {}
+            for child in children:
+                if isinstance(child, dict):
+                    for key, value in child.items():
+                        merged.setdefault(key, value)
+            return merged
+        field = name.rsplit("__", 1)[-1]
+        values = tuple(convert_token(c) if isinstance(c, Token) else c for c in children)
+        if not values:
+            return Field(field, True)
+        if len(values) == 1:
+            return Field(field, values[0])
+        return Field(field, values)

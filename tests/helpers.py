@@ -1,0 +1,48 @@
+"""Shared test helpers: fixture discovery and one-line parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.serialize import record_to_dict
+from ncclscope.parse.parser import parse_text
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+REAL = FIXTURES / "real"
+CASES = Path(__file__).resolve().parent / "cases"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def real_logs() -> list[Path]:
+    """Every real log fixture (excerpts and long logs), sorted."""
+    return sorted(REAL.glob("*.log")) + sorted((REAL / "long").glob("*.log"))
+
+
+def provenance(log: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(log.with_suffix(".yaml").read_text(encoding="utf-8"))
+    return data
+
+
+def one_record(line: str) -> Record:
+    records = parse_text(line + "\n", source="case")
+    assert len(records) == 1, f"{line!r} gave {len(records)} records: {records}"
+    return records[0]
+
+
+def as_dict(rec: Record) -> dict[str, Any]:
+    return record_to_dict(rec)
+
+
+def load_cases(directory: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(case id, case) for every case in the YAML files of a directory."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(directory.glob("*.yaml")):
+        cases = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        for i, case in enumerate(cases):
+            out.append((f"{path.stem}[{i}]", case))
+    return out

@@ -1,0 +1,91 @@
+"""Regenerate the golden files from the real fixtures, or check them (CI).
+
+    python tests/regen.py            # rewrite tests/golden/
+    python tests/regen.py --check    # exit 1 and name the files that drifted
+
+Golden files are generated, never hand-edited: records/<log>.jsonl for every real fixture, and
+(once diagnose exists) findings/<log>.json. Review the diff of a regeneration like code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.helpers import GOLDEN, REAL, real_logs  # noqa: E402
+
+
+def _name(log: Path) -> str:
+    return str(log.relative_to(REAL).with_suffix("")).replace("/", "__")
+
+
+def records_golden(log: Path) -> str:
+    from ncclscope.model.records.serialize import record_to_dict
+    from ncclscope.parse.parser import parse_path
+
+    source = str(log.relative_to(ROOT))
+    lines = [
+        json.dumps(record_to_dict(rec), ensure_ascii=False, sort_keys=False)
+        for rec in parse_path(log, source=source)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+GENERATORS: dict[str, tuple[str, Callable[[Path], str]]] = {
+    "records": (".jsonl", records_golden),
+}
+
+
+def register(kind: str, suffix: str, fn: Callable[[Path], str]) -> None:
+    GENERATORS[kind] = (suffix, fn)
+
+
+def _load_extra() -> None:
+    # Later layers add their goldens here, so one command regenerates everything.
+    try:
+        from tests import regen_extra  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    regen_extra.register_all(register)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail on drift instead of writing")
+    args = parser.parse_args()
+    _load_extra()
+    drifted: list[str] = []
+    expected_files: set[Path] = set()
+    for kind, (suffix, fn) in GENERATORS.items():
+        out_dir = GOLDEN / kind
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for log in real_logs():
+            target = out_dir / f"{_name(log)}{suffix}"
+            expected_files.add(target)
+            text = fn(log)
+            current = target.read_text(encoding="utf-8") if target.exists() else None
+            if current != text:
+                drifted.append(str(target.relative_to(ROOT)))
+                if not args.check:
+                    target.write_text(text, encoding="utf-8")
+        for stale in out_dir.glob(f"*{suffix}"):
+            if stale not in expected_files:
+                drifted.append(f"{stale.relative_to(ROOT)} (no fixture)")
+                if not args.check:
+                    stale.unlink()
+    if drifted:
+        verb = "drifted" if args.check else "rewritten"
+        print(f"{len(drifted)} golden file(s) {verb}:", *drifted, sep="\n  ")
+        return 1 if args.check else 0
+    print("golden files up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
