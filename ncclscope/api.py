@@ -6,7 +6,10 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ncclscope.engine import Diagnosis, Selection, run_rules
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records.base import Record
+from ncclscope.model.summary import summarise
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
 
 
@@ -28,3 +31,23 @@ class ParseRun:
 def parse(paths: Iterable[str | os.PathLike[str]]) -> ParseRun:
     """Parse log files (any compression; ``-`` for stdin) into records, streamed."""
     return ParseRun([os.fspath(p) for p in paths])
+
+
+def build(paths: Iterable[str | os.PathLike[str]]) -> tuple[Job, list[SourceStats]]:
+    """Parse inputs and group their records into one job model (streamed)."""
+    run = parse(paths)
+    builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
+    for rec in run.records():
+        builder.add(rec)
+    return builder.finish(), run.stats
+
+
+def diagnose(
+    paths: Iterable[str | os.PathLike[str]],
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+) -> Diagnosis:
+    """Parse, model and run the rules over the inputs of one job."""
+    job, stats = build(paths)
+    findings = run_rules(job, Selection(tuple(select), tuple(ignore)))
+    return Diagnosis(stats=stats, job=job, summary=summarise(job), findings=findings)

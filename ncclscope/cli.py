@@ -143,3 +143,113 @@ def _print_stats(stats: list[Any], as_json: bool) -> None:
     from ncclscope.report.records_table import print_stats_table
 
     print_stats_table(stats)
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+@main.command()
+@paths_argument
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, json for tools (stable contract), markdown for tickets.",
+)
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="ID|NAME|CATEGORY",
+    help="Only these rules (repeatable or comma-separated).",
+)
+@click.option(
+    "--ignore",
+    multiple=True,
+    metavar="ID|NAME|CATEGORY",
+    help="Skip these rules (repeatable or comma-separated).",
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "info", "never"]),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding at or above this severity is reported.",
+)
+@click.option(
+    "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
+)
+def diagnose(
+    paths: tuple[str, ...],
+    fmt: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    fail_on: str,
+    color: bool | None,
+) -> None:
+    """Say what NCCL built and what went wrong, with evidence lines and remediation.
+
+    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin.
+    """
+    from ncclscope import api
+    from ncclscope.rules.base import Severity
+
+    result = api.diagnose(paths, select=_split(select), ignore=_split(ignore))
+    if fmt == "json":
+        from ncclscope.report.json_report import diagnosis_to_dict
+
+        click.echo(json.dumps(diagnosis_to_dict(result), indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        from ncclscope.report.markdown import render_markdown
+
+        click.echo(render_markdown(result), nl=False)
+    else:
+        from ncclscope.report.text import render_text
+
+        render_text(result, sys.stdout, color=color)
+    if fail_on != "never":
+        threshold = Severity(fail_on)
+        if any(f.severity >= threshold for f in result.findings):
+            sys.exit(EXIT_FINDINGS)
+
+
+@main.command()
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def rules(fmt: str) -> None:
+    """List the rules: id, name, category, default severity and what each detects."""
+    from ncclscope.rules import RULES
+
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "name": r.name,
+                        "category": r.category.value,
+                        "severity": r.severity.value,
+                        "summary": r.summary,
+                        "settings": list(r.settings),
+                    }
+                    for r in RULES
+                ],
+                indent=2,
+            )
+        )
+        return
+    for r in RULES:
+        click.echo(f"{r.id:8} {r.name:40} {r.category.value:22} {r.severity.value:8} {r.summary}")
+
+
+@main.command()
+@click.argument("rule_id", metavar="ID|NAME")
+def explain(rule_id: str) -> None:
+    """Print one rule's documentation."""
+    from ncclscope.docs import rule_page
+    from ncclscope.rules import get
+
+    click.echo(rule_page(get(rule_id)))

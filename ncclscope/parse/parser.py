@@ -6,6 +6,7 @@ Records stream: nothing here holds more than one line, plus bounded caches of en
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections import Counter
@@ -18,7 +19,16 @@ from lark.exceptions import LarkError
 from ncclscope.model.enums import Level
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.parse.grammar import lark_parser, markers
-from ncclscope.parse.reader import STDIN, Line, iter_lines, open_input
+from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
+from ncclscope.parse.reader import (
+    STDIN,
+    Damage,
+    Line,
+    clean_for_parsing,
+    cut_mark,
+    iter_lines,
+    open_input,
+)
 from ncclscope.parse.transform import Body
 
 _SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*)\b")
@@ -47,6 +57,9 @@ class SourceStats:
     records: int = 0
     shapes: Counter[str] = field(default_factory=Counter)
     error: str | None = None
+    #: what was wrong with the input's bytes (cut lines, NULs, invalid UTF-8, colour codes, an
+    #: early end, a binary file); its lines are still accounted for above
+    damaged: Damage = field(default_factory=Damage)
 
     @property
     def typed_nccl_ratio(self) -> float:
@@ -67,7 +80,11 @@ class _Part:
 class LineParser:
     """Parses one line at a time into records. Reusable across sources; not thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine: str = "lark", limits: Limits | None = None) -> None:
+        self.limits = limits or DEFAULT_LIMITS
+        # engine: "lark" parses every message with Lark; the grammar-derived fast path
+        # (ncclscope.parse.fast, issue #5) plugs in at parse_message and must give identical records.
+        self.engine = engine
         self._lark = lark_parser()
         self._m = markers()
         self._envelopes: dict[str, dict[str, Any]] = {}
@@ -135,10 +152,21 @@ class LineParser:
 
     # -- lines -------------------------------------------------------------------------------
 
-    def parse_line(self, source: str, number: int, text: str, stats: SourceStats) -> list[Record]:
-        """The records of one line, accounting for it in ``stats``."""
+    def parse_line(
+        self, source: str, number: int, text: str, stats: SourceStats, cut: int = 0
+    ) -> list[Record]:
+        """The records of one line, accounting for it in ``stats``.
+
+        ``text`` is kept raw in the records; the grammar reads it cleaned (colour codes, NULs and
+        controls removed, capped). ``cut`` is the number of bytes the reader dropped from its end.
+        """
         stats.lines += 1
-        body = text
+        if stats.damaged.binary:
+            stats.noise += 1
+            return []
+        body = clean_for_parsing(text, stats.damaged, self.limits.max_parse_chars)
+        if cut:
+            text += cut_mark(cut)
         repeated = self._m.ray_repeated.search(body)
         if repeated is not None:
             body = body[: repeated.start()]
@@ -158,7 +186,18 @@ class LineParser:
         records: list[Record] = []
         any_unrecognized = False
         for part in parts:
-            rec = self._nccl(source, number, text, part, spliced)
+            try:
+                rec = self._nccl(source, number, text, part, spliced)
+            except (TypeError, ValueError, RecursionError) as exc:
+                # A grammar rule that builds a bad field must cost one line, not the whole run.
+                rec = Unrecognized(
+                    source=source,
+                    line=number,
+                    text=text,
+                    level=part.level,
+                    message=part.message.strip(),
+                    reason=f"build-error: {type(exc).__name__}: {exc}",
+                )
             if isinstance(rec, Unrecognized):
                 any_unrecognized = True
                 stats.shapes[shape_of(rec.message)] += 1
@@ -170,14 +209,19 @@ class LineParser:
         stats.records += len(records)
         return records
 
-    def _nccl(self, source: str, number: int, text: str, part: _Part, spliced: bool) -> Record:
-        env = self.envelope(part.envelope)
-        message = part.message.strip()
+    def parse_message(self, message: str) -> Body | None:
+        """The record body of an NCCL message, or None when the grammar does not know it."""
         try:
             body = self._lark.parse(message, start="message")
         except LarkError:
-            body = None
-        if isinstance(body, Body):
+            return None
+        return body if isinstance(body, Body) else None
+
+    def _nccl(self, source: str, number: int, text: str, part: _Part, spliced: bool) -> Record:
+        env = self.envelope(part.envelope)
+        message = part.message.strip()
+        body = self.parse_message(message)
+        if body is not None:
             try:
                 return body.cls(
                     source=source, line=number, text=text, level=part.level, **env, **body.fields
@@ -239,7 +283,7 @@ def parse_lines(
     lp = parser or LineParser()
     st = stats if stats is not None else SourceStats(source)
     for line in lines:
-        yield from lp.parse_line(source, line.number, line.text, st)
+        yield from lp.parse_line(source, line.number, line.text, st, line.cut)
 
 
 def parse_path(
@@ -247,16 +291,23 @@ def parse_path(
     stats: SourceStats | None = None,
     parser: LineParser | None = None,
     source: str | None = None,
+    limits: Limits | None = None,
 ) -> Iterator[Record]:
-    """Records of one file (any compression) or of stdin for ``-``."""
+    """Records of one file (any compression) or of stdin for ``-``.
+
+    Damage (cut lines, invalid bytes, an early end, a capped decompression) is noted in
+    ``stats.damaged``; only a path that cannot be opened raises (InputError).
+    """
     name = source or (STDIN if os.fspath(path) == STDIN else os.fspath(path))
-    with open_input(path) as stream:
-        yield from parse_lines(iter_lines(stream, name), name, stats, parser)
+    st = stats if stats is not None else SourceStats(name)
+    lim = limits or (parser.limits if parser is not None else None)
+    lp = parser or LineParser(limits=lim)
+    with open_input(path, lim, st.damaged) as stream:
+        yield from parse_lines(iter_lines(stream, name, st.damaged, lim), name, st, lp)
 
 
 def parse_text(text: str, source: str = "<text>", stats: SourceStats | None = None) -> list[Record]:
-    """Records of a log held in a string (tests, notebooks)."""
-    lines = (Line(i, t.rstrip("\r")) for i, t in enumerate(text.split("\n"), 1))
-    if text.endswith("\n"):
-        lines = (ln for ln in list(lines)[:-1])
-    return list(parse_lines(lines, source, stats))
+    """Records of a log held in a string (tests, notebooks), read as a file would be."""
+    st = stats if stats is not None else SourceStats(source)
+    data = io.BytesIO(text.encode("utf-8", errors="surrogatepass"))
+    return list(parse_lines(iter_lines(data, source, st.damaged), source, st))

@@ -11,8 +11,9 @@ from ncclscope.model.records.base import Part, Record, Unrecognized
 
 _MODULES = (version_env, net, topology, init, foreign)
 
-ALL_TYPES: tuple[type[Record] | type[Part], ...] = (Unrecognized,) + tuple(
-    cls for module in _MODULES for cls in module.RECORD_TYPES
+ALL_TYPES: tuple[type[Record] | type[Part], ...] = (
+    Unrecognized,
+    *(cls for module in _MODULES for cls in module.RECORD_TYPES),
 )
 
 

@@ -1,0 +1,213 @@
+"""The job model: the records of one or many files grouped into what NCCL built.
+
+hosts → processes (host, pid) → communicators → ranks, plus per thread error chains. The model is
+built by streaming records through :class:`JobBuilder`; high-volume kinds (one line per
+collective or allocation) are summarised, not kept, so memory stays bounded by the size of the
+init part of the log, not by the number of collectives.
+
+Absent evidence is a state of its own: ``job.has(Kind)`` says whether a kind was printed at all,
+so a rule can stay silent (or say so) instead of guessing. NCCL ≥ 2.22 connects channels lazily,
+and GRAPH/TUNING/NET lines are off by default.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from ncclscope.model.enums import Level, NcclResult
+from ncclscope.model.records.base import Record, Unrecognized
+from ncclscope.model.records.init import ReturnCode
+from ncclscope.model.records.version_env import EnvSetting
+
+R = TypeVar("R", bound=Record)
+
+#: Kinds printed once per collective or allocation: kept as counts and last-per-thread only.
+HIGH_VOLUME_KINDS: frozenset[str] = frozenset()
+
+ProcessKey = tuple[str | None, int | None]
+ThreadKey = tuple[str, str | None, int | None, int | None]
+
+
+@dataclass
+class ErrorChain:
+    """A WARN and the ``file:line -> N`` frames that carried its error up the same thread.
+
+    ``head`` is None when the excerpt starts mid-chain (only return-code frames were seen)."""
+
+    head: Record | None
+    frames: list[ReturnCode] = field(default_factory=list)
+
+    @property
+    def first(self) -> Record:
+        return self.head if self.head is not None else self.frames[0]
+
+    @property
+    def records(self) -> list[Record]:
+        return ([self.head] if self.head is not None else []) + list(self.frames)
+
+    @property
+    def code(self) -> int | None:
+        """The ncclResult_t the chain ends with (its last frame), if any frame was printed."""
+        return self.frames[-1].code if self.frames else None
+
+    @property
+    def result(self) -> NcclResult | None:
+        code = self.code
+        if code is None:
+            return None
+        try:
+            return NcclResult(code)
+        except ValueError:
+            return None
+
+    @property
+    def thread(self) -> str | None:
+        """The thread NCCL names in the last frame (``Progress Thread``, ``Async thread``, …)."""
+        for frame in reversed(self.frames):
+            if frame.thread:
+                return frame.thread.strip("[]")
+        return None
+
+
+@dataclass
+class Process:
+    """One process (host, pid): what it reported about itself."""
+
+    host: str | None
+    pid: int | None
+    sources: set[str] = field(default_factory=set)
+    devs: set[int] = field(default_factory=set)
+    #: the settings NCCL said it read, by name (the last value wins, as in NCCL)
+    env: dict[str, EnvSetting] = field(default_factory=dict)
+
+
+@dataclass
+class KindSummary:
+    """A high-volume kind kept as a count and the last record per process and thread."""
+
+    count: int = 0
+    last: dict[ThreadKey, Record] = field(default_factory=dict)
+
+
+class Job:
+    """The model of one job: every low-volume record by kind, processes, error chains."""
+
+    def __init__(self) -> None:
+        self.sources: list[str] = []
+        self.counts: Counter[str] = Counter()
+        self._by_kind: dict[str, list[Record]] = defaultdict(list)
+        self.processes: dict[ProcessKey, Process] = {}
+        self.chains: list[ErrorChain] = []
+        self.summaries: dict[str, KindSummary] = {}
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def of(self, *classes: type[R]) -> list[R]:
+        """Records of these kinds, in input order (source, then line)."""
+        out: list[R] = []
+        for cls in classes:
+            out.extend(self._by_kind.get(cls.KIND, ()))  # type: ignore[arg-type]
+        if len(classes) > 1:
+            out.sort(key=lambda r: (self.sources.index(r.source), r.line))
+        return out
+
+    def has(self, *classes: type[Record]) -> bool:
+        """Whether any line of these kinds was printed (summarised kinds count too)."""
+        return any(self.counts[cls.KIND] for cls in classes)
+
+    def summary(self, cls: type[Record]) -> KindSummary:
+        return self.summaries.get(cls.KIND, KindSummary())
+
+    @property
+    def unrecognized(self) -> list[Unrecognized]:
+        return self.of(Unrecognized)
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({h for h, _ in self.processes if h is not None})
+
+    def warnings(self) -> list[Record]:
+        """Every WARN-level record, in input order."""
+        out = [r for recs in self._by_kind.values() for r in recs if r.level is Level.WARN]
+        out.sort(key=lambda r: (self.sources.index(r.source), r.line))
+        return out
+
+    def all_records(self) -> Iterator[Record]:
+        """Every stored (low-volume) record, in input order."""
+        recs = [r for group in self._by_kind.values() for r in group]
+        recs.sort(key=lambda r: (self.sources.index(r.source), r.line))
+        return iter(recs)
+
+
+class JobBuilder:
+    """Streams records into a :class:`Job`.
+
+    ``summarised`` names kinds to keep only as counts and last-per-thread (collective calls,
+    allocations): they can be millions of lines.
+    """
+
+    def __init__(self, summarised: Iterable[str] = ()) -> None:
+        self.job = Job()
+        self._summarised = frozenset(summarised)
+        self._open: dict[ThreadKey, ErrorChain] = {}
+
+    def add(self, rec: Record) -> None:
+        job = self.job
+        if rec.source not in job.sources:
+            job.sources.append(rec.source)
+        kind = rec.KIND
+        job.counts[kind] += 1
+        thread: ThreadKey = (rec.source, rec.host, rec.pid, rec.tid)
+        if kind in self._summarised:
+            summ = job.summaries.setdefault(kind, KindSummary())
+            summ.count += 1
+            summ.last[thread] = rec
+        else:
+            job._by_kind[kind].append(rec)
+        self._process(rec)
+        self._chain(rec, thread)
+
+    def _process(self, rec: Record) -> None:
+        if rec.host is None and rec.pid is None:
+            return
+        key: ProcessKey = (rec.host, rec.pid)
+        proc = self.job.processes.get(key)
+        if proc is None:
+            proc = self.job.processes[key] = Process(rec.host, rec.pid)
+        proc.sources.add(rec.source)
+        if rec.dev is not None:
+            proc.devs.add(rec.dev)
+        if isinstance(rec, EnvSetting):
+            proc.env[rec.name] = rec
+
+    def _chain(self, rec: Record, thread: ThreadKey) -> None:
+        # NCCL prints the WARN, then one INFO frame per stack level on the same thread: a chain
+        # is the WARN plus the frames that follow it on that thread until another kind of line.
+        if isinstance(rec, ReturnCode):
+            chain = self._open.get(thread)
+            if chain is None:
+                chain = ErrorChain(head=None)
+                self.job.chains.append(chain)
+                self._open[thread] = chain
+            chain.frames.append(rec)
+            return
+        if rec.level is Level.WARN:
+            chain = ErrorChain(head=rec)
+            self.job.chains.append(chain)
+            self._open[thread] = chain
+            return
+        self._open.pop(thread, None)
+
+    def finish(self) -> Job:
+        self._open.clear()
+        return self.job
+
+
+def build_job(records: Iterable[Record], summarised: Iterable[str] = ()) -> Job:
+    builder = JobBuilder(summarised)
+    for rec in records:
+        builder.add(rec)
+    return builder.finish()

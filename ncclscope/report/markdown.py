@@ -1,0 +1,77 @@
+"""``diagnose --format markdown``: a report to paste into an incident ticket as is.
+
+Self-contained and deterministic: a summary table, what NCCL built, then one section per finding
+with its evidence in code blocks. Every piece of log-derived text goes through the Markdown
+escaping of ncclscope.report.safe, so a log line cannot change the ticket's structure.
+"""
+
+from __future__ import annotations
+
+from ncclscope import __version__
+from ncclscope.engine import Diagnosis
+from ncclscope.report import safe
+from ncclscope.report.summary_lines import summary_lines
+
+
+def render_markdown(d: Diagnosis) -> str:
+    md = safe.markdown_text
+    out: list[str] = ["# NCCL diagnosis", ""]
+    sources = ", ".join(f"`{safe.markdown_inline_code(st.source)}`" for st in d.stats)
+    out.append(f"Inputs: {sources} · ncclscope {__version__}")
+    out.append("")
+    counts = {s: 0 for s in ("error", "warning", "info")}
+    for f in d.findings:
+        counts[f.severity.value] += 1
+    out += [
+        "| severity | rule | category | finding |",
+        "|---|---|---|---|",
+    ]
+    for f in d.findings:
+        out.append(
+            f"| {f.severity.value} | {f.rule} {f.name} | {f.category.value} | "
+            f"{md(_first_sentence(f.message))} |"
+        )
+    if not d.findings:
+        out.append("| – | – | – | no findings |")
+    out += [
+        "",
+        f"**{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info.**",
+        "",
+        "## What NCCL built",
+        "",
+    ]
+    out += [f"- {md(line)}" for line in summary_lines(d)]
+    for i, f in enumerate(d.findings, 1):
+        out += [
+            "",
+            f"## {i}. {f.severity.value.upper()} {f.rule} {f.name} ({f.category.value})",
+            "",
+            md(f.message),
+            "",
+            f"**What to do:** {md(f.remediation)}",
+            "",
+            f"Rule documentation: `ncclscope explain {f.rule}`",
+        ]
+        for ev in f.evidence:
+            where = f"{ev.source}:{ev.line}"
+            who = ", ".join(
+                x
+                for x in (
+                    f"host {ev.host}" if ev.host else "",
+                    f"rank {ev.rank}" if ev.rank is not None else "",
+                )
+                if x
+            )
+            out += [
+                "",
+                f"Evidence `{safe.markdown_inline_code(where)}`{' (' + md(who) + ')' if who else ''}:",
+                "",
+            ]
+            out.append(safe.markdown_code_block(ev.text, "text"))
+    out.append("")
+    return "\n".join(out)
+
+
+def _first_sentence(text: str) -> str:
+    head, sep, _ = text.partition(". ")
+    return head + ("." if sep else "")

@@ -1,0 +1,64 @@
+"""``diagnose --format text``: the rich terminal report.
+
+First what NCCL built in a few lines, then the findings by severity, each with its evidence
+(``file:line`` and the raw line) and the remediation. Log text is neutralised (control
+characters shown, rich markup escaped) before it reaches the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from ncclscope.engine import Diagnosis
+from ncclscope.report.safe import neutralise
+from ncclscope.report.summary_lines import summary_lines
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_text(d: Diagnosis, file: TextIO, color: bool | None = None) -> None:
+    console = Console(
+        file=file,
+        highlight=False,
+        no_color=color is False,
+        force_terminal=color or None,
+        soft_wrap=True,
+    )
+    console.print(Text("What NCCL built", style="bold"))
+    for line in summary_lines(d):
+        console.print(Text("  " + neutralise(line)))
+    console.print()
+    if not d.findings:
+        console.print(Text("No findings.", style="green"))
+        return
+    console.print(Text(f"Findings ({len(d.findings)})", style="bold"))
+    for f in d.findings:
+        head = Text()
+        head.append(f"{f.severity.value.upper():7} ", style=_STYLE[f.severity.value])
+        head.append(f"{f.rule} {f.name} ", style="bold")
+        head.append(f"[{f.category.value}]")
+        console.print(head)
+        console.print(Text("  " + neutralise(f.message)))
+        for ev in f.evidence:
+            loc = Text(f"    {neutralise(ev.source)}:{ev.line}", style="dim")
+            if ev.host or ev.rank is not None:
+                loc.append(
+                    " ("
+                    + ", ".join(
+                        x
+                        for x in (
+                            neutralise(ev.host or ""),
+                            f"rank {ev.rank}" if ev.rank is not None else "",
+                        )
+                        if x
+                    )
+                    + ")",
+                    style="dim",
+                )
+            console.print(loc)
+            console.print(Text("      " + neutralise(ev.text)))
+        console.print(Text("  fix: " + neutralise(f.remediation), style="green"))
+        console.print()

@@ -1,0 +1,202 @@
+"""Rules about what was configured: environment overrides, and versions or settings that differ
+across the processes of one job."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from ncclscope.model.job import Job
+from ncclscope.model.records.version_env import EnvSetting, VersionBanner
+from ncclscope.rules.base import Category, Finding, Rule, Severity
+
+# Settings that switch a transport or a path off, or force a choice NCCL would otherwise make from
+# the topology: when one is set, it explains (or causes) most of what the log shows.
+_TRANSPORT_OFF = {
+    "NCCL_P2P_DISABLE": "disables GPU peer-to-peer (NVLink/PCIe) between GPUs of a node",
+    "NCCL_SHM_DISABLE": "disables the shared-memory transport inside a node",
+    "NCCL_IB_DISABLE": "disables InfiniBand/RoCE: inter-node traffic goes over TCP sockets",
+    "NCCL_NET_GDR_LEVEL": "limits GPU Direct RDMA to GPU-NIC paths up to this distance",
+    "NCCL_NET_GDR_READ": "changes whether GPU Direct RDMA is used for sends",
+    "NCCL_P2P_LEVEL": "limits P2P to GPU pairs up to this distance",
+    "NCCL_NVLS_ENABLE": "turns NVLink SHARP on or off",
+    "NCCL_CUMEM_ENABLE": "switches cuMem (VMM) buffers, hence P2P/CUMEM vs P2P/IPC",
+    "NCCL_COLLNET_ENABLE": "turns CollNet/SHARP on or off",
+    "NCCL_NET": "forces the network NCCL uses",
+    "NCCL_NET_PLUGIN": "picks the network plugin library",
+    "NCCL_TOPO_FILE": "replaces the detected topology with a file",
+    "NCCL_GRAPH_FILE": "replaces the searched graphs with a file",
+}
+_FORCED_CHOICE = {
+    "NCCL_ALGO": "forces the collective algorithm",
+    "NCCL_PROTO": "forces the protocol",
+    "NCCL_MAX_NCHANNELS": "caps the number of channels",
+    "NCCL_MIN_NCHANNELS": "sets a floor on the number of channels",
+    "NCCL_MAX_CTAS": "caps the number of CTAs (channels)",
+    "NCCL_MIN_CTAS": "sets a floor on CTAs",
+    "NCCL_NCHANNELS_PER_PEER": "sets the channels per peer for send/recv",
+    "NCCL_NCHANNELS_PER_NET_PEER": "sets the channels per network peer",
+    "NCCL_MIN_P2P_NCHANNELS": "sets a floor on p2p channels",
+    "NCCL_MAX_P2P_NCHANNELS": "caps p2p channels",
+    "NCCL_BUFFSIZE": "changes the per-channel buffer size",
+    "NCCL_CROSS_NIC": "allows or forbids rings crossing NICs",
+    "NCCL_IB_HCA": "restricts which HCAs NCCL uses",
+    "NCCL_IB_GID_INDEX": "pins the RoCE GID index",
+    "NCCL_IB_TIMEOUT": "changes the IB transport timeout",
+    "NCCL_IB_RETRY_CNT": "changes the IB retry count",
+    "NCCL_SOCKET_IFNAME": "chooses the bootstrap/socket interface",
+    "NCCL_SOCKET_NTHREADS": "changes socket threads",
+    "NCCL_NSOCKS_PERTHREAD": "changes sockets per thread",
+}
+
+
+def _check_env_override(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        NCCL settings that the log says were set by the environment (or by /etc/nccl.conf,
+        ~/.nccl.conf, which NCCL reads into its environment) and that disable a transport, force a
+        path or algorithm, or change channel counts.
+
+    Why it matters
+        An override silently changes what NCCL builds: ``NCCL_P2P_DISABLE=1`` turns NVLink into
+        shared memory, ``NCCL_IB_DISABLE=1`` sends inter-node traffic over TCP, a forced
+        ``NCCL_ALGO`` or channel count can cost most of the bandwidth. They are often left over
+        from a past debugging session or baked into a container image.
+
+    Evidence it needs
+        ``… set by environment to …`` lines (INIT/ENV, default-visible).
+
+    What to do
+        Check that each override is intended for this cluster; remove it from the job's
+        environment, the container image, and /etc/nccl.conf or ~/.nccl.conf when it is not.
+    """
+    groups: dict[tuple[str, str], list[EnvSetting]] = defaultdict(list)
+    for rec in job.of(EnvSetting):
+        if rec.name in _TRANSPORT_OFF or rec.name in _FORCED_CHOICE:
+            groups[(rec.name, rec.value)].append(rec)
+    for (name, value), recs in sorted(groups.items()):
+        disables = name in _TRANSPORT_OFF
+        what = _TRANSPORT_OFF.get(name) or _FORCED_CHOICE[name]
+        hosts = sorted({r.host for r in recs if r.host})
+        where = f" on {len(hosts)} host(s)" if hosts else ""
+        severity = Severity.WARNING if disables and value not in ("", "0") else Severity.INFO
+        if name.endswith("_DISABLE") and value == "0":
+            severity = Severity.INFO
+        yield ENV_OVERRIDE.finding(
+            f"{name}={value} set by environment{where}: it {what}.",
+            _one_per_host(recs),
+            severity=severity,
+            remediation=f"Confirm {name}={value} is intended here; unset it (job environment, "
+            "container image, /etc/nccl.conf, ~/.nccl.conf) if it is not.",
+        )
+
+
+def _check_setting_mismatch(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        The same NCCL setting reported with different values by different processes of one job.
+
+    Why it matters
+        Ranks that disagree on a setting can build incompatible connections (one side expects
+        IB, the other sockets; different protocols or buffer sizes) and hang or fail with
+        truncated messages; at best the job runs at the speed of the slowest configuration.
+
+    Evidence it needs
+        ``… set by environment to …`` lines from at least two processes.
+
+    What to do
+        Set NCCL variables once for the whole job (the launcher's environment), not per node or
+        per container; check node-local /etc/nccl.conf files.
+    """
+    values: dict[str, dict[str, list[EnvSetting]]] = defaultdict(lambda: defaultdict(list))
+    for (_host, _pid), proc in job.processes.items():
+        for name, rec in proc.env.items():
+            values[name][rec.value].append(rec)
+    for name, by_value in sorted(values.items()):
+        if len(by_value) < 2:
+            continue
+        # Interface names legitimately differ across hosts (ens3 vs ens4): compare those by host
+        # count only when every host reports one value.
+        summary = ", ".join(
+            f"{value!r} on {len({r.host for r in recs})} host(s)"
+            for value, recs in sorted(by_value.items())
+        )
+        evidence = [recs[0] for _, recs in sorted(by_value.items())]
+        yield SETTING_MISMATCH.finding(f"{name} differs across processes: {summary}.", evidence)
+
+
+def _check_version_mismatch(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Different NCCL versions (or the same NCCL built against different CUDA versions)
+        printed by the processes of one job.
+
+    Why it matters
+        NCCL does not support mixing versions in one communicator: the wire protocol, the
+        bootstrap messages and the algorithms change between releases, and mixed versions hang at
+        init or corrupt data. It usually means a node runs another container image, or a Python
+        environment ships its own libnccl.
+
+    Evidence it needs
+        ``NCCL version X+cudaY`` banners (printed once per process) from two or more processes.
+
+    What to do
+        Run one NCCL build everywhere: pin the container image, check which libnccl.so.2 each
+        process loads (``ldd``, ``LD_LIBRARY_PATH``, the nvidia-nccl-cu* wheel).
+    """
+    by_version: dict[str, list[VersionBanner]] = defaultdict(list)
+    for rec in job.of(VersionBanner):
+        key = rec.nccl_version + (f"+cuda{rec.cuda_version}" if rec.cuda_version else "")
+        by_version[key].append(rec)
+    if len(by_version) < 2:
+        return
+    summary = ", ".join(f"{v} ({len(recs)} banner(s))" for v, recs in sorted(by_version.items()))
+    yield VERSION_MISMATCH.finding(
+        f"More than one NCCL build in one job: {summary}.",
+        [recs[0] for _, recs in sorted(by_version.items())],
+    )
+
+
+def _one_per_host(recs: list[EnvSetting]) -> list[EnvSetting]:
+    seen: set[str | None] = set()
+    out = []
+    for rec in recs:
+        if rec.host not in seen:
+            seen.add(rec.host)
+            out.append(rec)
+    return out
+
+
+ENV_OVERRIDE = Rule(
+    id="ENV001",
+    name="notable-env-override",
+    category=Category.ENV_OVERRIDE,
+    severity=Severity.WARNING,
+    reads=(EnvSetting,),
+    remediation="Confirm the override is intended; unset it where it is not.",
+    check=_check_env_override,
+    settings=tuple(sorted({*_TRANSPORT_OFF, *_FORCED_CHOICE})),
+    incident="https://github.com/ray-project/ray/issues/59778",
+)
+
+SETTING_MISMATCH = Rule(
+    id="ENV002",
+    name="setting-differs-across-ranks",
+    category=Category.VERSION_MISMATCH,
+    severity=Severity.WARNING,
+    reads=(EnvSetting,),
+    remediation="Set NCCL variables once for the whole job; check node-local /etc/nccl.conf.",
+    check=_check_setting_mismatch,
+)
+
+VERSION_MISMATCH = Rule(
+    id="VER001",
+    name="nccl-version-mismatch",
+    category=Category.VERSION_MISMATCH,
+    severity=Severity.ERROR,
+    reads=(VersionBanner,),
+    remediation="Use one NCCL build on every node: pin the image and the libnccl each process loads.",
+    check=_check_version_mismatch,
+)
+
+RULES = (ENV_OVERRIDE, SETTING_MISMATCH, VERSION_MISMATCH)

@@ -1,0 +1,88 @@
+"""Per-rule cases (tests/cases/rules/<ID>.yaml): log snippets that must and must not fire.
+
+Case file shape::
+
+    rule: NET001
+    cases:
+      - name: what the case shows
+        source: where the snippet comes from (fixture file and its issue thread), or "near miss"
+        fires: true
+        log: |
+          <log lines, verbatim>
+        evidence_lines: [3]        # optional: 1-based lines of `log` the evidence must point at
+        severity: warning          # optional: the severity of the finding
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from ncclscope.engine import Selection, run_rules
+from ncclscope.model.job import HIGH_VOLUME_KINDS, build_job
+from ncclscope.parse.parser import parse_text
+from ncclscope.rules import RULES, get
+from ncclscope.rules.base import DOC_HEADINGS
+from tests.helpers import CASES
+
+RULE_CASE_DIR = CASES / "rules"
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted(RULE_CASE_DIR.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for i, case in enumerate(data.get("cases", [])):
+            out.append((f"{data['rule']}[{i}]", {**case, "rule": data["rule"]}))
+    return out
+
+
+CASES_ = _cases()
+
+
+@pytest.mark.parametrize(("case_id", "case"), CASES_, ids=[c[0] for c in CASES_])
+def test_rule_case(case_id: str, case: dict[str, Any]) -> None:
+    rule = get(case["rule"])
+    job = build_job(parse_text(case["log"], source="case.log"), HIGH_VOLUME_KINDS)
+    findings = run_rules(job, Selection(select=(rule.id,)))
+    if not case["fires"]:
+        assert not findings, f"{case_id} ({case.get('name')}) must not fire: {findings}"
+        return
+    assert findings, f"{case_id} ({case.get('name')}) must fire"
+    if "evidence_lines" in case:
+        lines = {e.line for f in findings for e in f.evidence}
+        assert set(case["evidence_lines"]) <= lines, (case_id, sorted(lines))
+    if "severity" in case:
+        assert {f.severity.value for f in findings} == {case["severity"]}, (case_id, findings)
+    for f in findings:
+        assert f.message and f.remediation
+        for ev in f.evidence:
+            assert ev.text in case["log"], (case_id, ev)
+
+
+def test_every_rule_has_cases_that_fire_and_that_do_not() -> None:
+    by_rule: dict[str, set[bool]] = {}
+    for _, case in CASES_:
+        by_rule.setdefault(case["rule"], set()).add(bool(case["fires"]))
+    for rule in RULES:
+        assert by_rule.get(rule.id) == {True, False}, (
+            f"{rule.id}: tests/cases/rules/{rule.id}.yaml needs cases that fire and near misses"
+        )
+
+
+def test_every_rule_is_documented_with_the_fixed_headings() -> None:
+    for rule in RULES:
+        for heading in DOC_HEADINGS:
+            assert heading in rule.doc, f"{rule.id} docstring lacks '{heading}'"
+        assert rule.remediation.strip()
+        assert rule.reads, rule.id
+        assert rule.name == rule.name.lower() and " " not in rule.name, rule.name
+
+
+def test_at_least_thirty_rules_cover_every_category() -> None:
+    from ncclscope.rules.base import Category
+
+    assert len(RULES) >= 30, len(RULES)
+    assert {r.category for r in RULES} == set(Category)
