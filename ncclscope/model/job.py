@@ -25,10 +25,14 @@ from ncclscope.model.records.version_env import EnvSetting
 R = TypeVar("R", bound=Record)
 
 #: Kinds printed once per collective or allocation: kept as counts and last-per-thread only.
-HIGH_VOLUME_KINDS: frozenset[str] = frozenset()
+HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
+    {"coll_call", "coll_plan", "api_call", "tuning_choice", "mem_alloc", "proxy_event"}
+)
 
 ProcessKey = tuple[str | None, int | None]
 ThreadKey = tuple[str, str | None, int | None, int | None]
+#: a summarised record's slot: per thread, or per communicator pointer for collective calls
+SlotKey = tuple[str, str | None, int | None, int | str | None]
 
 
 @dataclass
@@ -89,7 +93,7 @@ class KindSummary:
     """A high-volume kind kept as a count and the last record per process and thread."""
 
     count: int = 0
-    last: dict[ThreadKey, Record] = field(default_factory=dict)
+    last: dict[SlotKey, Record] = field(default_factory=dict)
 
 
 class Job:
@@ -102,6 +106,8 @@ class Job:
         self.processes: dict[ProcessKey, Process] = {}
         self.chains: list[ErrorChain] = []
         self.summaries: dict[str, KindSummary] = {}
+        #: derived views computed once and shared by the rules (ncclscope.model.views)
+        self.cache: dict[str, object] = {}
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -164,7 +170,11 @@ class JobBuilder:
         if kind in self._summarised:
             summ = job.summaries.setdefault(kind, KindSummary())
             summ.count += 1
-            summ.last[thread] = rec
+            # A collective call names its communicator: keep the last one per communicator, which
+            # is what a hang analysis compares (opCount per rank and communicator).
+            comm = getattr(rec, "comm", None)
+            slot: SlotKey = (rec.source, rec.host, rec.pid, comm if isinstance(comm, str) else rec.tid)
+            summ.last[slot] = rec
         else:
             job._by_kind[kind].append(rec)
         self._process(rec)

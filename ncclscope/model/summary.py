@@ -6,8 +6,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ncclscope.model.job import Job
-from ncclscope.model.records.net import UsingNetwork
+from ncclscope.model.records.init import CommInit
+from ncclscope.model.records.net import BootstrapInterfaces, IbDevices, UsingNetwork
+from ncclscope.model.records.topology import ChannelSummary, Connection, RingOrder
 from ncclscope.model.records.version_env import CudaDriverVersion, VersionBanner
+from ncclscope.model.views import views
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,41 @@ def summarise(job: Job) -> BuiltSummary:
     )
     drivers = sorted({d.cuda_driver for d in job.of(CudaDriverVersion)})
     networks = Counter(n.network for n in job.of(UsingNetwork))
+    v = views(job)
+    interfaces = sorted(
+        {f"{i.name} {i.address}" for b in job.of(BootstrapInterfaces) for i in b.interfaces}
+    )
+    ib = sorted(
+        {
+            f"{d.name}:{d.port}/{d.link_layer}"
+            for rec in job.of(IbDevices)
+            for d in rec.devices
+            if hasattr(d, "link_layer")
+        }
+    )
+    channels = sorted({c.coll_channels for c in job.of(ChannelSummary)})
+    if not channels:
+        channels = sorted({r.nchannels for r in job.of(RingOrder) if r.nchannels})
+    notes: list[str] = []
+    if job.has(CommInit) and not job.of(Connection):
+        notes.append(
+            "No per-peer connection lines: NCCL >= 2.22 connects channels lazily, or the log was cut."
+        )
     return BuiltSummary(
         nccl_versions=tuple(versions),
         cuda_drivers=tuple(drivers),
         hosts=tuple(job.hosts),
         processes=len(job.processes),
+        ranks=v.nranks,
+        nodes=v.nnodes,
+        communicators=len(v.communicators),
+        init_complete=sum(
+            1 for c in v.communicators.values() for r in c.ranks.values() if r.complete is not None
+        ),
         networks=tuple(sorted(networks)),
+        interfaces=tuple(interfaces),
+        ib_devices=tuple(ib),
+        transports=tuple(sorted(v.transport_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        channels=tuple(channels),
+        notes=tuple(notes),
     )

@@ -146,21 +146,23 @@ class Rule:
         *,
         severity: Severity | None = None,
         remediation: str | None = None,
-        ranks: dict[tuple[str, int], int] | None = None,
+        rank_of: Callable[[Record], int | None] | None = None,
         max_evidence: int = 5,
     ) -> Finding:
         """A finding of this rule. ``evidence`` records become Evidence (sorted, de-duplicated,
-        at most ``max_evidence``); ``ranks`` maps (source, line) to a rank when the model knows it."""
+        at most ``max_evidence``); ``rank_of`` (e.g. ``views(job).rank_of``) names the rank of
+        the process that printed each record, when the model knows it."""
         items: list[Evidence] = []
         seen: set[tuple[str, int]] = set()
         for ev in evidence:
-            e = ev if isinstance(ev, Evidence) else Evidence.of(ev)
+            if isinstance(ev, Evidence):
+                e = ev
+            else:
+                e = Evidence.of(ev, rank_of(ev) if rank_of is not None else None)
             key = (e.source, e.line)
             if key in seen:
                 continue
             seen.add(key)
-            if ranks is not None and e.rank is None and key in ranks:
-                e = Evidence(e.source, e.line, e.text, e.host, ranks[key])
             items.append(e)
         items.sort()
         return Finding(
