@@ -29,6 +29,8 @@ HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
     {"coll_call", "coll_plan", "api_call", "tuning_choice", "mem_alloc", "proxy_event"}
 )
 
+_RAY_FOLDED = "x across cluster]"
+
 ProcessKey = tuple[str | None, int | None]
 ThreadKey = tuple[str, str | None, int | None, int | None]
 #: a summarised record's slot: per thread, or per communicator pointer for collective calls
@@ -106,6 +108,9 @@ class Job:
         self.processes: dict[ProcessKey, Process] = {}
         self.chains: list[ErrorChain] = []
         self.summaries: dict[str, KindSummary] = {}
+        #: sources whose collector folded repeated lines (Ray's "[repeated 7x across cluster]"):
+        #: there, a line that is absent may just have been folded into another
+        self.folded_sources: set[str] = set()
         #: derived views computed once and shared by the rules (ncclscope.model.views)
         self.cache: dict[str, object] = {}
 
@@ -166,6 +171,8 @@ class JobBuilder:
             job.sources.append(rec.source)
         kind = rec.KIND
         job.counts[kind] += 1
+        if rec.source not in job.folded_sources and _RAY_FOLDED in rec.text:
+            job.folded_sources.add(rec.source)
         thread: ThreadKey = (rec.source, rec.host, rec.pid, rec.tid)
         if kind in self._summarised:
             summ = job.summaries.setdefault(kind, KindSummary())
@@ -173,7 +180,12 @@ class JobBuilder:
             # A collective call names its communicator: keep the last one per communicator, which
             # is what a hang analysis compares (opCount per rank and communicator).
             comm = getattr(rec, "comm", None)
-            slot: SlotKey = (rec.source, rec.host, rec.pid, comm if isinstance(comm, str) else rec.tid)
+            slot: SlotKey = (
+                rec.source,
+                rec.host,
+                rec.pid,
+                comm if isinstance(comm, str) else rec.tid,
+            )
             summ.last[slot] = rec
         else:
             job._by_kind[kind].append(rec)

@@ -113,14 +113,14 @@ class JobViews:
             for info in comm.ranks.values():
                 if info.comm_ptr:
                     by_ptr[(info.host, info.pid, info.comm_ptr)] = info
-        for rec in self.job.summary(CollCall).last.values():
-            if not isinstance(rec, CollCall):
+        for call in self.job.summary(CollCall).last.values():
+            if not isinstance(call, CollCall):
                 continue
-            info = by_ptr.get((rec.host, rec.pid, rec.comm))
-            if info is not None and (
-                info.last_coll is None or rec.op_count_hex > info.last_coll.op_count_hex
+            ri = by_ptr.get((call.host, call.pid, call.comm))
+            if ri is not None and (
+                ri.last_coll is None or call.op_count_hex > ri.last_coll.op_count_hex
             ):
-                info.last_coll = rec
+                ri.last_coll = call
         return comms
 
     @cached_property

@@ -146,12 +146,14 @@ class Rule:
         *,
         severity: Severity | None = None,
         remediation: str | None = None,
+        category: Category | None = None,
         rank_of: Callable[[Record], int | None] | None = None,
         max_evidence: int = 5,
     ) -> Finding:
         """A finding of this rule. ``evidence`` records become Evidence (sorted, de-duplicated,
         at most ``max_evidence``); ``rank_of`` (e.g. ``views(job).rank_of``) names the rank of
-        the process that printed each record, when the model knows it."""
+        the process that printed each record, when the model knows it. ``category`` overrides the
+        rule's own for rules whose category depends on what they saw (hints, the first error)."""
         items: list[Evidence] = []
         seen: set[tuple[str, int]] = set()
         for ev in evidence:
@@ -168,7 +170,7 @@ class Rule:
         return Finding(
             rule=self.id,
             name=self.name,
-            category=self.category,
+            category=category or self.category,
             severity=severity or self.severity,
             message=message,
             remediation=remediation or self.remediation,

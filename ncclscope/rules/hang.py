@@ -1,7 +1,301 @@
-"""Rule family module (filled in by its owner); see ncclscope/rules/consistency.py for the shape."""
+"""Rules about jobs that stopped making progress: watchdog and NCCL timeouts, ranks stuck in
+init, ranks whose last collective lags the others; and NCCL's own HINT lines."""
 
 from __future__ import annotations
 
-from ncclscope.rules.base import Rule
+from collections import defaultdict
+from collections.abc import Iterator
 
-RULES: tuple[Rule, ...] = ()
+from ncclscope.model.enums import NcclResult
+from ncclscope.model.job import Job
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.foreign import FrameworkError, NcclError, WatchdogTimeout
+from ncclscope.model.records.init import CollCall, CommInit, Hint, RasEvent, ReturnCode
+from ncclscope.model.views import RankInfo, views
+from ncclscope.rules.base import Category, Finding, Rule, Severity
+
+
+def _check_watchdog(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        PyTorch's NCCL watchdog timing out a collective (``Watchdog caught collective operation
+        timeout: WorkNCCL(SeqNum=…, OpType=…) ran for … milliseconds``) and NCCL's own timeouts
+        (an error chain ending in ``ncclTimeout``, RAS ``timeout error`` lines).
+
+    Why it matters
+        A collective that never completes means at least one rank did not join it (it crashed,
+        hangs elsewhere, or issued a different collective) or the network stopped delivering.
+        The watchdog then tears the process down; the timeout itself is the symptom, not the cause.
+
+    Evidence it needs
+        The watchdog lines PyTorch prints on stderr, or NCCL WARN/return-code chains with code 8
+        (2.30.3+), or RAS lines (NCCL_DEBUG_SUBSYS=RAS).
+
+    What to do
+        Look for the first error before the timeouts (``ncclscope diagnose`` orders them), compare
+        the sequence numbers across ranks (a rank with a lower SeqNum is the one behind), check
+        the ranks that printed nothing, and collect stacks of the hung processes (py-spy dump,
+        cuda-gdb). Raising the timeout only helps when the collective is merely slow.
+    """
+    dogs = job.of(WatchdogTimeout)
+    if dogs:
+        by_op: dict[tuple[str | None, int | None], list[WatchdogTimeout]] = defaultdict(list)
+        for rec in dogs:
+            by_op[(rec.op_type, rec.seq_num)].append(rec)
+        for (op, seq), recs in sorted(by_op.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
+            ranks = sorted({r.rank for r in recs if r.rank is not None})
+            timeout = max((r.timeout_ms or 0) for r in recs)
+            who = f" on rank(s) {_ranges(ranks)}" if ranks else ""
+            yield WATCHDOG.finding(
+                f"PyTorch watchdog timed out {op or 'a collective'} (SeqNum {seq}){who} after "
+                f"{timeout / 1000:.0f} s.",
+                recs,
+                rank_of=views(job).rank_of,
+            )
+        seqs = sorted({r.seq_num for r in dogs if r.seq_num is not None})
+        if len(seqs) > 1:
+            behind = [r for r in dogs if r.seq_num == seqs[0]]
+            yield WATCHDOG.finding(
+                f"Ranks timed out at different sequence numbers ({seqs[0]} … {seqs[-1]}): the ranks "
+                f"at SeqNum {seqs[0]} are behind the others and are the ones to inspect first.",
+                behind,
+                severity=Severity.WARNING,
+            )
+    timeouts = [c for c in job.chains if c.result is NcclResult.TIMEOUT]
+    if timeouts:
+        yield WATCHDOG.finding(
+            f"NCCL returned ncclTimeout on {len(timeouts)} error chain(s).",
+            [c.first for c in timeouts],
+        )
+    ras = [r for r in job.of(RasEvent) if r.detail and "timeout error" in r.detail]
+    if ras:
+        yield WATCHDOG.finding(
+            f"NCCL RAS reported {len(ras)} timeout error(s) on its keep-alive or collective checks.",
+            ras,
+            severity=Severity.WARNING,
+        )
+
+
+def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Ranks that printed ``Init START`` for a communicator and never ``Init COMPLETE``, while
+        other ranks of that communicator completed and the log went on after they did.
+
+    Why it matters
+        A rank that never finishes init blocks every rank of the communicator at its first
+        collective: the classic hang at start-up. It usually waits on a peer it cannot reach
+        (bootstrap or transport connect), or on a GPU that is busy or broken.
+
+    Evidence it needs
+        ``Init START`` / ``Init COMPLETE`` lines (NCCL 2.18.3+ prints START). A log cut right after
+        START is not a hang: the rule needs another rank's COMPLETE for the same communicator and
+        later lines in the stuck rank's file, or an error in the job. Logs whose collector folds
+        repeated lines (Ray's ``[repeated 7x across cluster]``) are skipped: an absent COMPLETE
+        may have been folded into another worker's line.
+
+    What to do
+        Read the last lines the stuck rank printed (its last transport or bootstrap step) and the
+        errors of its peers; check that every node can reach the others on the bootstrap interface
+        and that the GPU is healthy (nvidia-smi, dmesg for Xid).
+    """
+    v = views(job)
+    has_errors = any(c.head is not None for c in job.chains) or job.has(
+        WatchdogTimeout, NcclError, FrameworkError
+    )
+    last_line: dict[str, int] = {}
+    for rec in job.all_records():
+        last_line[rec.source] = max(last_line.get(rec.source, 0), rec.line)
+    for comm in sorted(v.communicators.values(), key=lambda c: c.key):
+        if not comm.prints_start:
+            continue
+        stuck = comm.stuck_in_init
+        done = [ri for ri in comm.ranks.values() if ri.complete is not None]
+        if not stuck:
+            continue
+        confirmed: list[RankInfo] = []
+        for ri in stuck:
+            assert ri.start is not None
+            if ri.start.source in job.folded_sources:
+                # Ray folds identical lines across workers: the COMPLETE may be folded away.
+                continue
+            later = any(
+                d.complete is not None
+                and d.complete.source == ri.start.source
+                and last_line.get(ri.start.source, 0) > d.complete.line
+                for d in done
+            )
+            if later or (done and has_errors):
+                confirmed.append(ri)
+        if not confirmed:
+            continue
+        ranks = sorted(ri.rank for ri in confirmed)
+        hosts = sorted({ri.host for ri in confirmed if ri.host})
+        yield STUCK_IN_INIT.finding(
+            f"Communicator {comm.key}: rank(s) {_ranges(ranks)} started init and never completed "
+            f"it, while {len(done)} of {comm.nranks} rank(s) did"
+            + (f" (stuck on {', '.join(hosts)})" if hosts else "")
+            + ".",
+            [ri.start for ri in confirmed if ri.start is not None],
+            rank_of=v.rank_of,
+        )
+
+
+def _check_collective_lag(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Ranks of one communicator whose last collective call (``AllReduce: opCount …`` lines of
+        NCCL_DEBUG_SUBSYS=COLL) is behind the last call every other rank reached.
+
+    Why it matters
+        NCCL collectives complete only when every rank has called them. When all ranks but one
+        reached opCount N and one is still at N-1, that rank is what the others wait for: it is
+        stuck in compute, in a different collective, or dead.
+
+    Evidence it needs
+        COLL call lines for at least two ranks of a communicator, and the Init lines that map each
+        process's communicator pointer to its rank (so calls of different communicators are not
+        compared). Without COLL lines the rule is silent.
+
+    What to do
+        Inspect the lagging rank: its stack (py-spy dump), whether it took a different code path
+        (a conditional collective, an exception swallowed), or whether its GPU stalled.
+    """
+    v = views(job)
+    if not job.has(CollCall):
+        return
+    for comm in sorted(v.communicators.values(), key=lambda c: c.key):
+        called = [ri for ri in comm.ranks.values() if ri.last_coll is not None]
+        if len(called) < 2:
+            continue
+        top = max(ri.last_coll.op_count_hex for ri in called if ri.last_coll is not None)
+        behind = [
+            ri for ri in called if ri.last_coll is not None and ri.last_coll.op_count_hex < top
+        ]
+        ahead = len(called) - len(behind)
+        # Only the hang signature: most ranks agree on the last call and a few are behind.
+        if not behind or ahead < len(behind):
+            continue
+        details = ", ".join(
+            f"rank {ri.rank} at opCount {ri.last_coll.op_count_hex:x} ({ri.last_coll.op})"
+            for ri in sorted(behind, key=lambda r: r.rank)
+            if ri.last_coll is not None
+        )
+        evidence: list[Record] = [ri.last_coll for ri in behind if ri.last_coll is not None]
+        yield COLLECTIVE_LAG.finding(
+            f"Communicator {comm.key}: {ahead} rank(s) reached opCount {top:x} but {details}.",
+            evidence,
+            rank_of=v.rank_of,
+        )
+
+
+_HINT_CATEGORY = (
+    ("ACS", Category.ACS_IOMMU),
+    ("IOMMU", Category.ACS_IOMMU),
+    ("GDR", Category.GDR_DISABLED),
+    ("NCCL_IB_", Category.IB_ERROR),
+    ("GID", Category.IB_ERROR),
+    ("rail", Category.IB_ERROR),
+    ("shared memory", Category.SHM_ISSUE),
+    ("/dev/shm", Category.SHM_ISSUE),
+    ("NVLS", Category.NVLS),
+    ("socket", Category.BOOTSTRAP_FAILURE),
+)
+
+
+def _check_hints(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        NCCL's own ``HINT:`` lines (NCCL 2.30.7 prints them after some IB errors: ACS breaking
+        GPU Direct RDMA, NCCL_IB_TIMEOUT too short, GID or cross-rail problems).
+
+    Why it matters
+        They are NCCL's developers' own reading of the error that precedes them, and name the
+        setting or host fix to try first.
+
+    Evidence it needs
+        ``HINT:`` INFO lines (NET subsystem).
+
+    What to do
+        Follow the hint; the finding it follows (an IB completion error, a failed ibv_modify_qp)
+        says which host and peer it concerns.
+    """
+    seen: dict[str, list[Hint]] = defaultdict(list)
+    for rec in job.of(Hint):
+        seen[rec.detail].append(rec)
+    for text, recs in sorted(seen.items()):
+        category = next(
+            (c for key, c in _HINT_CATEGORY if key.lower() in text.lower()), Category.IB_ERROR
+        )
+        yield NCCL_HINT.finding(
+            f"NCCL hint: {text}", recs, remediation=f"Follow NCCL's hint: {text}", category=category
+        )
+
+
+def _ranges(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``0-2, 5``."""
+    out: list[str] = []
+    start = prev = None
+    for r in ranks:
+        if start is None:
+            start = prev = r
+        elif prev is not None and r == prev + 1:
+            prev = r
+        else:
+            out.append(f"{start}-{prev}" if start != prev else f"{start}")
+            start = prev = r
+    if start is not None:
+        out.append(f"{start}-{prev}" if start != prev else f"{start}")
+    return ", ".join(out)
+
+
+WATCHDOG = Rule(
+    id="HANG001",
+    name="collective-timeout",
+    category=Category.TIMEOUT_HANG,
+    severity=Severity.ERROR,
+    reads=(WatchdogTimeout, ReturnCode, RasEvent),
+    remediation="Find the first error before the timeout and the rank that is behind (lowest SeqNum); "
+    "dump its stack. Raise the timeout (e.g. torch.distributed init_process_group(timeout=…)) only "
+    "when the collective is legitimately slow.",
+    check=_check_watchdog,
+    settings=("TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT", "NCCL_DEBUG"),
+    incident="https://github.com/NVIDIA/nccl/issues/1409",
+)
+
+STUCK_IN_INIT = Rule(
+    id="HANG002",
+    name="rank-stuck-in-init",
+    category=Category.TIMEOUT_HANG,
+    severity=Severity.WARNING,
+    reads=(CommInit,),
+    remediation="Read the stuck rank's last lines and its peers' errors; check reachability on the "
+    "bootstrap interface (NCCL_SOCKET_IFNAME) and GPU health.",
+    check=_check_stuck_in_init,
+    settings=("NCCL_SOCKET_IFNAME", "NCCL_DEBUG_SUBSYS"),
+)
+
+COLLECTIVE_LAG = Rule(
+    id="HANG003",
+    name="rank-behind-in-collectives",
+    category=Category.TIMEOUT_HANG,
+    severity=Severity.WARNING,
+    reads=(CollCall, CommInit),
+    remediation="Dump the stack of the lagging rank (py-spy dump --pid …) and check whether it took "
+    "another code path or its GPU stalled.",
+    check=_check_collective_lag,
+    settings=("NCCL_DEBUG_SUBSYS",),
+    incident="https://github.com/NVIDIA/nccl/issues/584",
+)
+
+NCCL_HINT = Rule(
+    id="HINT001",
+    name="nccl-hint",
+    category=Category.IB_ERROR,
+    severity=Severity.WARNING,
+    reads=(Hint,),
+    remediation="Follow NCCL's hint.",
+    check=_check_hints,
+)
+
+RULES = (WATCHDOG, STUCK_IN_INIT, COLLECTIVE_LAG, NCCL_HINT)
