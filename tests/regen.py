@@ -49,7 +49,7 @@ def register(kind: str, suffix: str, fn: Callable[[Path], str]) -> None:
 def _load_extra() -> None:
     # Later layers add their goldens here, so one command regenerates everything.
     try:
-        from tests import regen_extra  # type: ignore[attr-defined]
+        from tests import regen_extra
     except ImportError:
         return
     regen_extra.register_all(register)

@@ -16,7 +16,7 @@ from ncclscope.report.summary_lines import summary_lines
 def render_markdown(d: Diagnosis) -> str:
     md = safe.markdown_text
     out: list[str] = ["# NCCL diagnosis", ""]
-    sources = ", ".join(f"`{safe.markdown_inline_code(st.source)}`" for st in d.stats)
+    sources = ", ".join(safe.markdown_code_span(st.source) for st in d.stats)
     out.append(f"Inputs: {sources} · ncclscope {__version__}")
     out.append("")
     counts = {s: 0 for s in ("error", "warning", "info")}
@@ -64,10 +64,10 @@ def render_markdown(d: Diagnosis) -> str:
             )
             out += [
                 "",
-                f"Evidence `{safe.markdown_inline_code(where)}`{' (' + md(who) + ')' if who else ''}:",
+                f"Evidence {safe.markdown_code_span(where)}{' (' + md(who) + ')' if who else ''}:",
                 "",
             ]
-            out.append(safe.markdown_code_block(ev.text, "text"))
+            out.append(safe.markdown_code_block(ev.text, "text").rstrip("\n"))
     out.append("")
     return "\n".join(out)
 

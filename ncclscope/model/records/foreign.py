@@ -7,6 +7,10 @@ from typing import ClassVar
 
 from ncclscope.model.records.base import Record
 
+#: cells of a v2.13+ row (root, then time/algbw/busbw/#wrong twice) and of a row without root
+_CELLS_WITH_ROOT = 9
+_CELLS_WITHOUT_ROOT = 8
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NcclTestsAvgBusbw(Record):
@@ -18,4 +22,186 @@ class NcclTestsAvgBusbw(Record):
     verdict: str | None = None
 
 
-RECORD_TYPES = (NcclTestsAvgBusbw,)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsOob(Record):
+    """nccl-tests ``# Out of bounds values : 0 OK``: how many results failed validation."""
+
+    KIND: ClassVar[str] = "nccl_tests_oob"
+    NCCL: ClassVar[bool] = False
+    out_of_bounds: int
+    verdict: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsVersion(Record):
+    """nccl-tests ``# nccl-tests version 2.17.6 nccl-headers=22705 nccl-library=22705`` (v2.17.4+)."""
+
+    KIND: ClassVar[str] = "nccl_tests_version"
+    NCCL: ClassVar[bool] = False
+    tests_version: str
+    nccl_headers: int | None = None
+    nccl_library: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsParams(Record):
+    """nccl-tests ``# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters:
+    5 iters: 20 agg iters: 1 validation: 1 graph: 0``: the run's parameters."""
+
+    KIND: ClassVar[str] = "nccl_tests_params"
+    NCCL: ClassVar[bool] = False
+    nthreads: int
+    ngpus: int
+    min_bytes: int
+    max_bytes: int
+    step: int
+    #: ``factor`` or ``bytes``
+    step_kind: str
+    warmup_iters: int
+    iters: int
+    agg_iters: int | None = None
+    validation: int
+    graph: int | None = None
+    unalign: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsDevice(Record):
+    """nccl-tests ``#  Rank  0 Group  0 Pid  41237 on    gpu-a01 device  0 [0000:18:00] NVIDIA H100
+    80GB HBM3``: which host, process and GPU each rank ran on."""
+
+    KIND: ClassVar[str] = "nccl_tests_device"
+    NCCL: ClassVar[bool] = False
+    rank: int
+    group: int | None = None
+    #: the process and host nccl-tests printed (named apart from the envelope's pid and host)
+    process_id: int | None = None
+    hostname: str | None = None
+    device: int
+    #: ``0x18`` (bus only, <=v2.14) or ``0000:18:00`` (v2.15+), as printed
+    pci: str
+    gpu_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsRow(Record):
+    """An nccl-tests result row ``134217728  33554432  float  sum  -1  1087.3  123.44  216.02  0 …``.
+
+    ``cells`` keeps every column after the type (and redop) as printed; the named columns are read
+    from it when the row has the 8 or 9 cells of the standard layouts, and stay empty otherwise
+    (per-iteration or timestamp columns)."""
+
+    KIND: ClassVar[str] = "nccl_tests_row"
+    NCCL: ClassVar[bool] = False
+    #: Open MPI's ``[1,0]<stdout>:`` in front of the row, as printed
+    row_prefix: str | None = None
+    size: int
+    count: int
+    type: str
+    redop: str | None = None
+    cells: tuple[str, ...] = ()
+    root: int | None = None
+    out_time_us: float | None = None
+    out_algbw: float | None = None
+    out_busbw: float | None = None
+    #: #wrong (v2.13+) or max error (<=v2.11); None for ``N/A``
+    out_wrong: float | None = None
+    in_time_us: float | None = None
+    in_algbw: float | None = None
+    in_busbw: float | None = None
+    in_wrong: float | None = None
+
+    def __post_init__(self) -> None:
+        cells = self.cells
+        if len(cells) == _CELLS_WITH_ROOT:
+            object.__setattr__(self, "root", int(cells[0]))
+            cells = cells[1:]
+        elif len(cells) != _CELLS_WITHOUT_ROOT:
+            return
+        names = ("time_us", "algbw", "busbw", "wrong")
+        for side, group in (("out", cells[:4]), ("in", cells[4:])):
+            for name, cell in zip(names, group, strict=True):
+                value = None if cell == "N/A" else float(cell)
+                object.__setattr__(self, f"{side}_{name}", value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclTestsFailure(Record):
+    """nccl-tests ``gpu-a01: Test NCCL failure common.cu:1005 'unhandled system error / …'``."""
+
+    KIND: ClassVar[str] = "nccl_tests_failure"
+    NCCL: ClassVar[bool] = False
+    #: Test NCCL failure, Test CUDA failure, Test failure
+    failure_kind: str
+    location: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchdogTimeout(Record):
+    """PyTorch ``[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1,
+    OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600123 milliseconds before
+    timing out.``"""
+
+    KIND: ClassVar[str] = "watchdog_timeout"
+    NCCL: ClassVar[bool] = False
+    rank: int | None = None
+    seq_num: int | None = None
+    op_type: str | None = None
+    numel_in: int | None = None
+    numel_out: int | None = None
+    timeout_ms: int | None = None
+    ran_for_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclError(Record):
+    """PyTorch ``NCCL error in: …/ProcessGroupNCCL.cpp:1234, unhandled system error (run with
+    NCCL_DEBUG=INFO for details), NCCL version 2.18.5``: an NCCL call failed under c10d."""
+
+    KIND: ClassVar[str] = "nccl_error"
+    NCCL: ClassVar[bool] = False
+    error_type: str | None = None
+    file: str
+    line_number: int
+    reason_text: str
+    nccl_version: str | None = None
+    message: str | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkError(Record):
+    """``ncclSystemError: System call (e.g. socket, malloc) or external library call failed …`` or
+    ``torch.distributed.DistBackendError: …``: an NCCL error as a framework raised it."""
+
+    KIND: ClassVar[str] = "framework_error"
+    NCCL: ClassVar[bool] = False
+    #: the exception name with its colon, e.g. ``ncclRemoteError:``
+    error_type: str
+    message: str | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NcclLastError(Record):
+    """``Last error:`` and the last NCCL WARN text (ncclGetLastError, NCCL 2.13+) on one line."""
+
+    KIND: ClassVar[str] = "nccl_last_error"
+    NCCL: ClassVar[bool] = False
+    last_error: str | None = None
+
+
+RECORD_TYPES = (
+    NcclTestsAvgBusbw,
+    NcclTestsOob,
+    NcclTestsVersion,
+    NcclTestsParams,
+    NcclTestsDevice,
+    NcclTestsRow,
+    NcclTestsFailure,
+    WatchdogTimeout,
+    NcclError,
+    FrameworkError,
+    NcclLastError,
+)
