@@ -73,6 +73,11 @@ class Markers:
     banner: re.Pattern[str]
     ray_repeated: re.Pattern[str]
     who: re.Pattern[str]
+    #: launcher/collector tokens at the end of a gap before the next writer's header: where a
+    #: spliced line's next envelope really starts
+    envelope_tail: re.Pattern[str]
+    #: launcher tags left dangling at the end of a message by a writer that printed nothing more
+    launcher_tail: re.Pattern[str]
     #: literal first tokens of the `foreign` alternatives, looked for anywhere in a line
     foreign_literals: tuple[str, ...]
     #: regex first tokens of the `foreign` alternatives, tried at the start of a stripped line
@@ -108,6 +113,16 @@ def _first_terminals(parser: Lark, start: str) -> set[str]:
     return found
 
 
+_LAUNCHER_TERMINALS = ("OMPI_TAG", "RANK_TAG", "TORCHX_TAG", "RAY_TAG")
+_COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
+
+
+def _tail(parser: Lark, names: tuple[str, ...]) -> re.Pattern[str]:
+    """A run of these envelope terminals (and blanks) that ends the text, at least one token."""
+    alt = "|".join(f"(?:{_terminal_regex(parser, n)})" for n in names)
+    return re.compile(rf"(?:\s*(?:{alt}))+\s*$")
+
+
 @functools.cache
 def markers() -> Markers:
     parser = lark_parser()
@@ -124,6 +139,8 @@ def markers() -> Markers:
         banner=re.compile(_terminal_regex(parser, "BANNER")),
         ray_repeated=re.compile(_terminal_regex(parser, "RAY_REPEATED")),
         who=re.compile(_terminal_regex(parser, "WHO")),
+        envelope_tail=_tail(parser, _LAUNCHER_TERMINALS + _COLLECTOR_TERMINALS),
+        launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),
         foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
     )
