@@ -539,6 +539,22 @@ class P2pDisabled(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class P2pNotSupported(Record):
+    """``P2P not supported between GPU0 and GPU1`` (ALLOC, 2.24+): CUDA refused peer access."""
+
+    KIND: ClassVar[str] = "p2p_not_supported"
+    gpu_a: int
+    gpu_b: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvlsTeamUnavailable(Record):
+    """WARN ``Multicast support requested for team but none available on system.`` (2.28.3+)."""
+
+    KIND: ClassVar[str] = "nvls_team_unavailable"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class P2pTypeCheck(Record):
     """``Check P2P Type isAllDirectP2p 1 directMode 0 isAllCudaP2p 1`` (2.27+;
     ``intraNodeP2pSupport`` 2.24-2.26)."""
@@ -759,6 +775,8 @@ class CollnetUnsupported(Record):
 
 
 RECORD_TYPES = (
+    P2pNotSupported,
+    NvlsTeamUnavailable,
     Connection,
     RingOrder,
     RingNeighbors,
