@@ -47,6 +47,28 @@ def grammar_text() -> str:
     return "".join(parts)
 
 
+def _cache_path() -> str | bool:
+    """Lark's analysis cache, per user and grammar hash; False where no private temp dir can be
+    had. Lark unpickles the cache, so the directory must be ours and closed to others."""
+    import hashlib
+    import os
+    import tempfile
+
+    import lark
+
+    digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    directory = Path(tempfile.gettempdir()) / f"ncclscope-{uid}"
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+        st = directory.stat()
+    except OSError:
+        return False
+    if hasattr(os, "getuid") and (st.st_uid != uid or st.st_mode & 0o077):
+        return False
+    return str(directory / f"grammar-{lark.__version__}-{digest}.lark-cache")
+
+
 @functools.cache
 def lark_parser(with_transformer: bool = True) -> Lark:
     """The LALR parser. With the transformer, parses return record bodies; without it, trees
@@ -62,6 +84,9 @@ def lark_parser(with_transformer: bool = True) -> Lark:
         # Positions are not needed: every record carries its line number from the reader.
         propagate_positions=False,
         maybe_placeholders=False,
+        # Building the LALR tables of the whole grammar takes seconds; Lark caches the analysis in
+        # a temp file keyed by the grammar text and options, so later runs start in a fraction.
+        cache=_cache_path(),
     )
 
 

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lark.exceptions import LarkError
 
@@ -31,9 +31,19 @@ from ncclscope.parse.reader import (
 )
 from ncclscope.parse.transform import Body
 
+if TYPE_CHECKING:
+    from ncclscope.parse.fast import FastPath
+
 _SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*)\b")
+_BLANKS = re.compile(r"  +")
 _ENVELOPE_CACHE_MAX = 65536
 _TOP_SHAPES = 10
+#: "fast": grammar-derived regexes + learned shapes, Lark for the rest (ncclscope.parse.fast);
+#: "lark": Lark for every message. Both give identical records (tests/test_fast_path.py).
+ENGINES = ("fast", "lark")
+DEFAULT_ENGINE = "fast"
+#: the engine a LineParser() uses when none is passed (benchmarks and A/B checks set it)
+ENGINE_ENV = "NCCLSCOPE_ENGINE"
 
 
 def shape_of(message: str) -> str:
@@ -80,12 +90,20 @@ class _Part:
 class LineParser:
     """Parses one line at a time into records. Reusable across sources; not thread-safe."""
 
-    def __init__(self, engine: str = "lark", limits: Limits | None = None) -> None:
+    def __init__(self, engine: str | None = None, limits: Limits | None = None) -> None:
         self.limits = limits or DEFAULT_LIMITS
         # engine: "lark" parses every message with Lark; the grammar-derived fast path
         # (ncclscope.parse.fast, issue #5) plugs in at parse_message and must give identical records.
+        engine = engine or os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.engine = engine
         self._lark = lark_parser()
+        self._fast: FastPath | None = None
+        if engine == "fast":
+            from ncclscope.parse.fast import fast_path
+
+            self._fast = fast_path()
         self._m = markers()
         self._envelopes: dict[str, dict[str, Any]] = {}
 
@@ -109,12 +127,21 @@ class LineParser:
                 gap = text[marker.end() : nxt.start()]
                 whos = list(m.who.finditer(gap))
                 cut = marker.end() + (whos[-1].start() if whos else len(gap))
+                # The next writer's envelope may begin before its header: a launcher tag or a
+                # collector's column separator belongs to it, not to this message.
+                tail = m.envelope_tail.search(text, marker.end(), cut)
+                if tail is not None and tail.end() == cut:
+                    cut = tail.start()
                 parts.append(
                     _Part(text[env_start : marker.start()], level, text[marker.end() : cut])
                 )
                 env_start = cut
             else:
-                parts.append(_Part(text[env_start : marker.start()], level, text[marker.end() :]))
+                end = len(text)
+                dangling = m.launcher_tail.search(text, marker.end())
+                if dangling is not None:
+                    end = dangling.start()
+                parts.append(_Part(text[env_start : marker.start()], level, text[marker.end() : end]))
         return parts
 
     # -- envelope ----------------------------------------------------------------------------
@@ -167,24 +194,47 @@ class LineParser:
         body = clean_for_parsing(text, stats.damaged, self.limits.max_parse_chars)
         if cut:
             text += cut_mark(cut)
+        records, nparts = self._records(source, number, text, body)
+        if nparts and "  " in body and any(isinstance(r, Unrecognized) for r in records):
+            # Best effort for text copied from a wrapping terminal: blanks inserted between
+            # tokens. Only a line that failed is read again, so a typed line never changes.
+            retry, retry_parts = self._records(source, number, text, _BLANKS.sub(" ", body))
+            if retry_parts and not any(isinstance(r, Unrecognized) for r in retry):
+                records, nparts = retry, retry_parts
+                stats.damaged.lines_respaced += 1
+        if not nparts:
+            if not records:
+                stats.noise += 1
+                return []
+            stats.typed += 1
+            stats.records += len(records)
+            return records
+        stats.nccl_lines += 1
+        if nparts > 1:
+            stats.spliced += 1
+        any_unrecognized = False
+        for rec in records:
+            if isinstance(rec, Unrecognized):
+                any_unrecognized = True
+                stats.shapes[shape_of(rec.message)] += 1
+        if any_unrecognized:
+            stats.unrecognized += 1
+        else:
+            stats.typed += 1
+        stats.records += len(records)
+        return records
+
+    def _records(self, source: str, number: int, text: str, body: str) -> tuple[list[Record], int]:
+        """The records of a cleaned line and its number of NCCL parts (0: not an NCCL line)."""
         repeated = self._m.ray_repeated.search(body)
         if repeated is not None:
             body = body[: repeated.start()]
         parts = self.split(body)
         if not parts:
             rec = self._foreign(source, number, text, body)
-            if rec is None:
-                stats.noise += 1
-                return []
-            stats.typed += 1
-            stats.records += 1
-            return [rec]
-        stats.nccl_lines += 1
+            return ([] if rec is None else [rec]), 0
         spliced = len(parts) > 1
-        if spliced:
-            stats.spliced += 1
         records: list[Record] = []
-        any_unrecognized = False
         for part in parts:
             try:
                 rec = self._nccl(source, number, text, part, spliced)
@@ -198,19 +248,13 @@ class LineParser:
                     message=part.message.strip(),
                     reason=f"build-error: {type(exc).__name__}: {exc}",
                 )
-            if isinstance(rec, Unrecognized):
-                any_unrecognized = True
-                stats.shapes[shape_of(rec.message)] += 1
             records.append(rec)
-        if any_unrecognized:
-            stats.unrecognized += 1
-        else:
-            stats.typed += 1
-        stats.records += len(records)
-        return records
+        return records, len(parts)
 
     def parse_message(self, message: str) -> Body | None:
         """The record body of an NCCL message, or None when the grammar does not know it."""
+        if self._fast is not None:
+            return self._fast.parse(message)
         try:
             body = self._lark.parse(message, start="message")
         except LarkError:
@@ -260,7 +304,8 @@ class LineParser:
         for pos in sorted(set(starts)):
             try:
                 parsed = self._lark.parse(body[pos:].strip(), start="foreign")
-            except LarkError:
+            except (LarkError, TypeError, ValueError, RecursionError):
+                # TypeError/ValueError: a rule that builds a bad field; one line, not the run.
                 continue
             if isinstance(parsed, Body):
                 prefix = body[:pos].strip() or None

@@ -1,0 +1,255 @@
+"""Throughput and memory of ncclscope against the floors, measured in one session.
+
+    python benchmarks/bench.py --quick      # ~4 MB COLL-heavy + ~1 MB init-heavy, about a minute
+    python benchmarks/bench.py              # ~200 MB + ~20 MB (Lark alone takes minutes here)
+
+Generates the logs with a fixed seed (benchmarks/synth.py), then runs every row once per round,
+rounds alternating, and reports the median: MB/s, lines/s, the ratio to the Python read-loop
+floor (``"NCCL" in line``), and the peak RSS of the process. Writes docs/performance.md.
+Machines are noisy: this reports, it never fails on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth  # noqa: E402
+
+EXE = shutil.which("ncclscope") or "ncclscope"
+
+
+@dataclass
+class Row:
+    """One thing measured on one input: an argv (``{file}`` and ``{tmp}`` substituted)."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    #: the ncclscope subcommand it needs; the row is skipped when the CLI does not have it yet
+    needs: str | None = None
+    #: slow rows run once per session, not once per round
+    once: bool = False
+
+
+# The hook list: add a row here when a command exists (export, parallel workers, …).
+ROWS: list[Row] = [
+    Row("grep -c NCCL FILE | cat", ["sh", "-c", "grep -c NCCL {file} | cat"]),
+    Row(
+        "parse → jsonl, lark engine",
+        [EXE, "parse", "{file}"],
+        {"NCCLSCOPE_ENGINE": "lark"},
+        once=True,
+    ),
+    Row("parse → jsonl, fast engine", [EXE, "parse", "{file}"], {"NCCLSCOPE_ENGINE": "fast"}),
+    Row(
+        "export → Parquet, fast engine",
+        [EXE, "export", "{file}", "-o", "{tmp}/out.parquet"],
+        {"NCCLSCOPE_ENGINE": "fast"},
+        needs="export",
+    ),
+    Row(
+        "diagnose, fast engine",
+        [EXE, "diagnose", "--fail-on", "never", "{file}"],
+        {"NCCLSCOPE_ENGINE": "fast"},
+        needs="diagnose",
+    ),
+]
+
+
+@dataclass
+class Result:
+    seconds: list[float] = field(default_factory=list)
+    rss_kb: int = 0
+    error: str | None = None
+
+
+def read_loop_floor(path: Path) -> tuple[float, int]:
+    """The cheapest per-line Python work: (seconds, NCCL lines)."""
+    t0 = time.perf_counter()
+    n = 0
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "NCCL" in line:
+                n += 1
+    return time.perf_counter() - t0, n
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, int, str]:
+    """(wall seconds, peak RSS in KiB, exit status, stderr tail) of one child process."""
+    full_env = {**os.environ, **env}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env, cwd=ROOT
+    )
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, int(usage.ru_maxrss), proc.returncode, err.decode(errors="replace")[-300:]
+
+
+def cli_commands() -> set[str]:
+    out = subprocess.run([EXE, "--help"], capture_output=True, text=True, check=False).stdout
+    cmds: set[str] = set()
+    in_cmds = False
+    for line in out.splitlines():
+        if line.strip().startswith("Commands:"):
+            in_cmds = True
+            continue
+        if in_cmds and line.startswith("  ") and line.strip():
+            cmds.add(line.split()[0])
+    return cmds
+
+
+def measure(
+    inputs: dict[str, Path], rounds: int, tmp: Path, log: Callable[[str], None]
+) -> tuple[dict[str, dict[str, Result]], dict[str, tuple[float, int, int]]]:
+    available = cli_commands()
+    rows = [r for r in ROWS if r.needs is None or r.needs in available]
+    results: dict[str, dict[str, Result]] = {k: {r.name: Result() for r in rows} for k in inputs}
+    floors: dict[str, list[float]] = {k: [] for k in inputs}
+    facts: dict[str, tuple[float, int, int]] = {}
+    for k, path in inputs.items():
+        with path.open("rb") as f:
+            total_lines = sum(1 for _ in f)
+        facts[k] = (path.stat().st_size / 1e6, total_lines, 0)
+    for rnd in range(rounds):
+        for k, path in inputs.items():
+            secs, nccl = read_loop_floor(path)
+            floors[k].append(secs)
+            facts[k] = (facts[k][0], facts[k][1], nccl)
+            for row in rows:
+                res = results[k][row.name]
+                if res.error or (row.once and rnd > 0):
+                    continue
+                argv = [a.format(file=path, tmp=tmp) for a in row.argv]
+                secs, rss, rc, err = run_child(argv, row.env)
+                if rc != 0 and row.needs != "diagnose":
+                    res.error = f"exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}"
+                    log(f"  {k:5} {row.name}: {res.error}")
+                    continue
+                res.seconds.append(secs)
+                res.rss_kb = max(res.rss_kb, rss)
+                log(f"  round {rnd + 1} {k:5} {row.name:32} {secs:7.2f} s  {rss / 1024:6.0f} MiB")
+    merged: dict[str, dict[str, Result]] = {}
+    for k in inputs:
+        merged[k] = {'Python read loop (`"NCCL" in line`), the floor': Result(floors[k])}
+        merged[k].update(results[k])
+    return merged, facts
+
+
+def startup(rounds: int) -> float:
+    times = []
+    for _ in range(max(rounds, 3)):
+        t0 = time.perf_counter()
+        subprocess.run([EXE, "--help"], capture_output=True, check=False)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def render(
+    results: dict[str, dict[str, Result]],
+    facts: dict[str, tuple[float, int, int]],
+    help_s: float,
+    quick: bool,
+    rounds: int,
+) -> str:
+    out = [
+        "# Performance",
+        "",
+        "Written by `python benchmarks/bench.py"
+        + (" --quick" if quick else "")
+        + "`; do not edit by hand.",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}. Medians of {rounds} alternating rounds, one "
+        "session, warm page cache (rows marked ¹ ran once). Ratios matter more than absolute "
+        "numbers: machines are noisy, and the benchmark never fails on time.",
+        "",
+        "Inputs (fixed seed, benchmarks/synth.py):",
+        "",
+    ]
+    for k, (mb, lines, nccl) in facts.items():
+        what = (
+            "COLL-heavy: 64 ranks, 4 communicators' init, then collectives, noise, WARN chains"
+            if k == "coll"
+            else "init-heavy: the real fixture logs concatenated"
+        )
+        out.append(f"* `{k}`: {mb:.1f} MB, {lines:,} lines ({nccl:,} with NCCL); {what}.")
+    for k, rows in results.items():
+        mb, lines, _ = facts[k]
+        floor = statistics.median(next(iter(rows.values())).seconds)
+        out += [
+            "",
+            f"## {k}",
+            "",
+            "| what | s | MB/s | lines/s | × floor | peak RSS MiB |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, res in rows.items():
+            if res.error:
+                out.append(f"| {name} | failed: {res.error} | | | | |")
+                continue
+            if not res.seconds:
+                continue
+            s = statistics.median(res.seconds)
+            mark = "¹" if len(res.seconds) == 1 and rounds > 1 else ""
+            rss = f"{res.rss_kb / 1024:.0f}" if res.rss_kb else "–"
+            out.append(
+                f"| {name}{mark} | {s:.2f} | {mb / s:,.1f} | {lines / s:,.0f} | "
+                f"{s / floor:.1f} | {rss} |"
+            )
+    out += ["", f"`ncclscope --help` startup: {help_s:.2f} s (median).", ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="small inputs, for CI (< 1 minute)")
+    ap.add_argument(
+        "--rounds", type=int, default=None, help="alternating rounds (default 3; quick 2)"
+    )
+    ap.add_argument("--out", type=Path, default=ROOT / "docs/performance.md")
+    ap.add_argument(
+        "--keep", type=Path, default=None, help="directory to keep the generated logs in"
+    )
+    args = ap.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 3)
+    coll_mb, init_mb = (4, 1) if args.quick else (200, 20)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory(prefix="ncclscope-bench-") as td:
+        work = args.keep or Path(td)
+        work.mkdir(parents=True, exist_ok=True)
+        coll, init = work / f"coll-{coll_mb}MB.log", work / f"init-{init_mb}MB.log"
+        if not coll.exists():
+            synth.write_coll_heavy(coll, coll_mb * 1_000_000)
+        if not init.exists():
+            synth.write_init_heavy(init, init_mb * 1_000_000, ROOT / "fixtures/real")
+        log(f"inputs in {work}")
+        results, facts = measure({"coll": coll, "init": init}, rounds, Path(td), log)
+        help_s = startup(rounds)
+    text = render(results, facts, help_s, args.quick, rounds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

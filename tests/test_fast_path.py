@@ -1,0 +1,102 @@
+"""The grammar-derived fast path (ncclscope.parse.fast) against pure Lark: identical records."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ncclscope.parse.fast import FastPath, fast_path
+from ncclscope.parse.grammar import lark_parser
+from ncclscope.parse.parser import LineParser, parse_lines, parse_path
+from ncclscope.parse.reader import Line
+from ncclscope.parse.transform import Body
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "fixtures/real").glob("*.log")) + sorted(
+    (ROOT / "fixtures/real/long").glob("*.log")
+)
+#: the derivation must keep compiling at least this many families (the grammar only grows)
+MIN_FAMILIES = 20
+
+
+def _synth() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "ncclscope_bench_synth", ROOT / "benchmarks/synth.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_records_identical(path: Path) -> None:
+    fast = list(parse_path(path, parser=LineParser("fast")))
+    lark = list(parse_path(path, parser=LineParser("lark")))
+    assert len(fast) == len(lark)
+    for a, b in zip(fast, lark, strict=True):
+        assert a == b
+
+
+def test_generated_coll_heavy_identical() -> None:
+    text = itertools.islice(_synth().coll_lines(seed=7), 12_000)
+    lines = [Line(i, t.rstrip("\n")) for i, t in enumerate(text, 1)]
+    fast = list(parse_lines(lines, "synth", parser=LineParser("fast")))
+    lark = list(parse_lines(lines, "synth", parser=LineParser("lark")))
+    assert fast == lark
+    # Most of it must be typed, or the comparison above proves little.
+    assert sum(r.KIND == "coll_call" for r in fast) > 9_000
+
+
+def test_derivation_covers_families() -> None:
+    fp = fast_path()
+    kinds = {k for kind, _kw, _n in fp.describe() for k in kind.split("|")}
+    assert len(fp.derivation.families) >= MIN_FAMILIES, fp.derivation.deferred
+    # the hot family of large logs must be compiled, not left to Lark
+    assert "coll_call" in kinds
+
+
+def test_coll_lines_take_tier_one() -> None:
+    fp = FastPath(lark_parser())
+    text = itertools.islice(_synth().coll_lines(seed=11), 20_000)
+    messages = [t.split(" NCCL INFO ", 1)[1].strip() for t in text if " NCCL INFO " in t]
+    coll = [m for m in messages if "opCount" in m][:2_000]
+    for m in coll:
+        fp.parse(m)
+    assert fp.stats["tier1"] == len(coll)
+    assert fp.stats["lark"] == 0
+
+
+def test_learned_shape_reused_and_rejections_cached() -> None:
+    fp = FastPath(lark_parser())
+    unknown = "this message is in no NCCL version 12"
+    assert fp.parse(unknown) is None
+    assert fp.parse(unknown.replace("12", "34")) is None
+    assert fp.stats["lark"] == 1 and fp.stats["rejected"] == 1
+
+
+def test_a_wrong_builder_is_retired_not_trusted() -> None:
+    fp = FastPath(lark_parser(), verify=1)
+    message = "Connected all rings"
+    family = next(f for f in fp.compile_all() if f.root == "connected_all")
+
+    def wrong_of(real: Callable[..., Body]) -> Callable[..., Body]:
+        def wrong(m: object) -> Body:
+            body = real(m)
+            return body._replace(fields={**body.fields, "what": "trees"})
+
+        return wrong
+
+    for seq in family.by_marker.values():
+        seq.build = wrong_of(seq.build)
+    expected = lark_parser().parse(message, start="message")
+    assert fp.parse(message) == expected
+    assert fp.stats["retired"] == 1
+    assert fp.parse(message) == expected
