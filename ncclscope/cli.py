@@ -93,22 +93,35 @@ def parse(
         fail(f"unknown --kind {', '.join(unknown)} (see `ncclscope kinds`)")
     run = api.parse(paths)
     wanted = set(kinds)
-    if stats:
-        for _ in run.records():
-            pass
-        _print_stats(run.stats, as_json=fmt == "jsonl")
-        return
-    records = (r for r in run.records() if not wanted or r.KIND in wanted)
-    if fmt == "jsonl":
-        out = sys.stdout
-        dumps = json.dumps
-        for rec in records:
-            out.write(dumps(record_to_dict(rec, with_text=with_text), ensure_ascii=False))
-            out.write("\n")
-        return
-    from ncclscope.report.records_table import print_records_table
+    try:
+        if stats:
+            for _ in run.records():
+                pass
+            _print_stats(run.stats, as_json=fmt == "jsonl")
+            return
+        records = (r for r in run.records() if not wanted or r.KIND in wanted)
+        if fmt == "jsonl":
+            out = sys.stdout
+            dumps = json.dumps
+            for rec in records:
+                out.write(dumps(record_to_dict(rec, with_text=with_text), ensure_ascii=False))
+                out.write("\n")
+            return
+        from ncclscope.report.records_table import print_records_table
 
-    print_records_table(records)
+        print_records_table(records)
+    finally:
+        _print_damage(run.stats)
+
+
+def _print_damage(stats: list[Any]) -> None:
+    """What was damaged in each input, on stderr: the records on stdout stay clean data."""
+    from ncclscope.report.safe import neutralise
+
+    for st in stats:
+        for sentence in st.damaged.summary():
+            line = f"ncclscope: note: {neutralise(st.source)}: {neutralise(sentence)}"
+            click.echo(line, err=True)
 
 
 @main.command()
@@ -135,6 +148,7 @@ def _print_stats(stats: list[Any], as_json: bool) -> None:
                         "noise": st.noise,
                         "spliced": st.spliced,
                         "records": st.records,
+                        "damaged": st.damaged.as_dict(),
                         "top_unrecognized": [{"shape": s, "count": n} for s, n in st.top_shapes()],
                     }
                 )
@@ -253,3 +267,141 @@ def explain(rule_id: str) -> None:
     from ncclscope.rules import get
 
     click.echo(rule_page(get(rule_id)))
+
+
+def dataset_options(func: F) -> F:
+    """Options shared by ``export`` and ``bulk``."""
+    func = click.option(
+        "--include",
+        multiple=True,
+        metavar="GLOB",
+        help="Only files whose name matches (repeatable), in directories and globs, e.g. '*.log'.",
+    )(func)
+    func = click.option(
+        "--job-pattern",
+        metavar="REGEX",
+        help="Derive each input's job id from its path (group `job`, else group 1, else the "
+        "match); archive members are matched as `archive:member`.",
+    )(func)
+    func = click.option(
+        "-o",
+        "--output",
+        "out",
+        required=True,
+        type=click.Path(file_okay=False),
+        help="Dataset folder (created; existing jobs in it are replaced or kept).",
+    )(func)
+    return paths_argument(func)
+
+
+@main.command()
+@dataset_options
+@click.option("--job-id", metavar="ID", help="The job id (default: the first path).")
+def export(
+    paths: tuple[str, ...],
+    out: str,
+    job_pattern: str | None,
+    include: tuple[str, ...],
+    job_id: str | None,
+) -> None:
+    """Write the records, model and findings of one job's logs as a Parquet dataset.
+
+    PATH: log files (any compression), directories, globs, tar/zip archives; all of them are one
+    job unless --job-pattern says otherwise. The schema is in docs/schema.md.
+    """
+    from pathlib import Path
+
+    from ncclscope.export import bulk
+
+    files = bulk.expand(paths, include)
+    # With a pattern, inputs it does not match still form one job together.
+    grouping = bulk.Grouping.of(job_id=job_id or paths[0], pattern=job_pattern)
+    report = bulk.run(bulk.plan_jobs(files, grouping), Path(out), workers=1, skip_known=False)
+    click.echo(report.summary(Path(out)))
+
+
+@main.command()
+@dataset_options
+@click.option(
+    "-j",
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: one per core).",
+)
+@click.option("--force", is_flag=True, help="Export every job again, changed or not.")
+@click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
+def bulk(
+    paths: tuple[str, ...],
+    out: str,
+    job_pattern: str | None,
+    include: tuple[str, ...],
+    workers: int | None,
+    force: bool,
+    progress: bool,
+) -> None:
+    """Export archived logs of many jobs to one Parquet dataset, in parallel, adding only what is
+    new.
+
+    PATH: directories (recursive), globs, log files, .tar/.tar.gz/.tar.zst/.zip archives (read
+    as streams). One directory or archive is one job unless --job-pattern says otherwise. Jobs
+    whose inputs are already in OUT (same sha256) are skipped.
+    """
+    from pathlib import Path
+
+    from ncclscope.export import bulk as bulk_mod
+
+    files = bulk_mod.expand(paths, include)
+    plans = bulk_mod.plan_jobs(files, bulk_mod.Grouping.of(pattern=job_pattern))
+    display = bulk_mod.ProgressBar() if progress else None
+    report = bulk_mod.run(plans, Path(out), workers=workers, skip_known=not force, display=display)
+    click.echo(report.summary(Path(out)))
+
+
+@main.command()
+@paths_argument
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "mermaid", "dot", "svg"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, mermaid for Markdown, dot for Graphviz, svg standalone.",
+)
+@click.option(
+    "--comm",
+    "comm_key",
+    metavar="ID",
+    help="Only this communicator (its commId, e.g. 0x54fe282d32a87d85, or nranks=N).",
+)
+def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None) -> None:
+    """Draw what NCCL built: nodes, GPUs and NICs, transport matrix, rings, trees, hangs.
+
+    Links the diagnosis flags (sockets between nodes, SHM where P2P was expected) are marked.
+    """
+    from ncclscope import api
+    from ncclscope.model.topo import build_topology
+
+    result = api.diagnose(paths)
+    picture = build_topology(result.job, {f.category.value for f in result.findings})
+    if comm_key is not None:
+        chosen = picture.comm(comm_key)
+        if chosen is None:
+            known = ", ".join(c.key for c in picture.comms) or "none"
+            fail(f"no communicator {comm_key!r} (known: {known})")
+        picture.comms = [chosen]
+    if fmt == "mermaid":
+        from ncclscope.report.topo_mermaid import render_topo_mermaid
+
+        click.echo(render_topo_mermaid(picture), nl=False)
+    elif fmt == "dot":
+        from ncclscope.report.topo_dot import render_topo_dot
+
+        click.echo(render_topo_dot(picture), nl=False)
+    elif fmt == "svg":
+        from ncclscope.report.topo_svg import render_topo_svg
+
+        click.echo(render_topo_svg(picture), nl=False)
+    else:
+        from ncclscope.report.topo_text import render_topo_text
+
+        click.echo(render_topo_text(picture), nl=False)

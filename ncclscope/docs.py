@@ -1,6 +1,6 @@
 """Documentation generated from the code: rule pages, the rule index and the CLI reference.
 
-    python -m ncclscope.docs           # rewrite docs/rules/ and docs/cli.md
+    python -m ncclscope.docs           # rewrite docs/rules/, docs/cli.md and docs/schema.md
     python -m ncclscope.docs --check   # exit 1 when a generated page is stale (CI)
 
 A rule page is the rule's metadata, its docstring (fixed headings) and its examples, taken from
@@ -88,9 +88,11 @@ def rules_index() -> str:
         "|---|---|---|---|---|",
     ]
     for r in RULES:
+        # Python 3.11 allows no backslash inside an f-string expression.
+        summary = r.summary.replace("|", "\\|")
         out.append(
             f"| [{r.id}]({r.id}.md) | `{r.name}` | {r.category.value} | {r.severity.value} | "
-            f"{r.summary.replace('|', '\\|')} |"
+            f"{summary} |"
         )
     return "\n".join(out) + "\n"
 
@@ -121,6 +123,9 @@ def generated() -> dict[Path, str]:
     pages = {DOCS / "rules" / f"{r.id}.md": rule_page(r) for r in RULES}
     pages[DOCS / "rules" / "index.md"] = rules_index()
     pages[DOCS / "cli.md"] = cli_reference()
+    from ncclscope.export.schemas import schema_markdown
+
+    pages[DOCS / "schema.md"] = schema_markdown()
     return pages
 
 

@@ -1,0 +1,397 @@
+"""Many inputs to one dataset: find the inputs, group them into jobs, export the jobs in parallel.
+
+Inputs are directories (walked recursively, in sorted order), globs, log files (any compression)
+and tar/zip archives (read as streams, never extracted). By default one directory or one archive
+is one job; ``job_pattern`` derives the job id from each input's name instead. A job is the unit of
+work: one process exports it whole (see ``ncclscope.export.writer``), so the dataset does not
+depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import multiprocessing
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow.parquet as pq
+
+from ncclscope.errors import InputError, UsageError
+from ncclscope.export.schemas import SOURCES
+from ncclscope.export.writer import (
+    Input,
+    JobPlan,
+    JobResult,
+    export_job,
+    is_known,
+    job_hashes,
+    skipped,
+)
+from ncclscope.parse.parser import LineParser
+from ncclscope.parse.reader import Damage, iter_members
+
+#: names read as archives (the content decides the compression of a .tar.*)
+ARCHIVE_SUFFIXES = (
+    ".tar",
+    ".tar.gz",
+    ".tgz",
+    ".tar.zst",
+    ".tar.zstd",
+    ".tzst",
+    ".tar.xz",
+    ".txz",
+    ".tar.bz2",
+    ".tbz2",
+    ".zip",
+)
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def is_archive(path: str) -> bool:
+    return path.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def _walk(directory: str) -> list[str]:
+    found: list[str] = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        # hidden folders hold tools' state (.git, and our own temporary files), not logs
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
+    return found
+
+
+def expand(paths: Iterable[str], include: Sequence[str] = ()) -> list[str]:
+    """The files named by paths, directories and globs, in order, each once.
+
+    ``include`` (file name globs) filters the files found in directories and globs; a file named
+    on its own is always read."""
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def wanted(path: str) -> bool:
+        name = os.path.basename(path)
+        return not include or any(fnmatch.fnmatch(name, g) for g in include)
+
+    def add(path: str) -> None:
+        norm = os.path.normpath(path)
+        if norm not in seen:
+            seen.add(norm)
+            out.append(norm)
+
+    for path in paths:
+        if os.path.isdir(path):
+            for f in _walk(path):
+                if wanted(f):
+                    add(f)
+        elif os.path.exists(path):
+            add(path)
+        elif _GLOB_CHARS.search(path):
+            matches = sorted(glob.glob(path, recursive=True))
+            if not matches:
+                raise InputError(f"{path}: no file matches")
+            for m in matches:
+                for f in _walk(m) if os.path.isdir(m) else [m]:
+                    if wanted(f):
+                        add(f)
+        else:
+            raise InputError(f"{path}: no such file or directory")
+    return out
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How inputs become jobs: one job for all (``job_id``), a pattern, or one per directory or
+    archive (the default)."""
+
+    job_id: str | None = None
+    pattern: re.Pattern[str] | None = None
+
+    @classmethod
+    def of(cls, job_id: str | None = None, pattern: str | None = None) -> Grouping:
+        compiled = None
+        if pattern:
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise UsageError(
+                    f"--job-pattern {pattern!r} is not a regular expression: {exc}"
+                ) from None
+        return cls(job_id, compiled)
+
+    def default(self, path: str, archive: bool) -> str:
+        if self.job_id is not None:
+            return self.job_id
+        return path if archive else (os.path.dirname(path) or ".")
+
+    def match(self, name: str) -> str | None:
+        """The job id the pattern gives a name: its ``job`` group, else its first group, else the
+        whole match; None when it does not match."""
+        if self.pattern is None:
+            return None
+        m = self.pattern.search(name.replace(os.sep, "/"))
+        if m is None:
+            return None
+        if "job" in self.pattern.groupindex:
+            return m.group("job")
+        return m.group(1) if self.pattern.groups else m.group(0)
+
+
+def plan_jobs(files: Sequence[str], grouping: Grouping) -> list[JobPlan]:
+    """Jobs in job-id order, each with its inputs in the order found."""
+    inputs: dict[str, list[Input]] = defaultdict(list)
+    for path in files:
+        archive = is_archive(path)
+        default = grouping.default(path, archive)
+        if archive and grouping.pattern is not None:
+            for job, members in _split_archive(path, grouping, default).items():
+                inputs[job].append(Input(path, archive=True, members=members))
+            continue
+        job = grouping.match(path) or default
+        inputs[job].append(Input(path, archive=archive))
+    return [JobPlan(job, tuple(inputs[job])) for job in sorted(inputs)]
+
+
+def _split_archive(path: str, grouping: Grouping, default: str) -> dict[str, frozenset[str] | None]:
+    """Members of an archive by the job the pattern gives them (None: the whole archive)."""
+    by_job: dict[str, set[str]] = defaultdict(set)
+    for member in iter_members(path, damage=Damage()):
+        by_job[grouping.match(member.source) or default].add(member.name)
+    if len(by_job) <= 1:
+        return {next(iter(by_job), default): None}
+    return {job: frozenset(names) for job, names in by_job.items()}
+
+
+def exported(out: Path) -> dict[str, frozenset[tuple[str, str]]]:
+    """What ``sources`` says was exported: job id → {(path, sha256 of the file on disk)}."""
+    folder = out / SOURCES.name
+    known: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    failed: set[str] = set()
+    for part in sorted(folder.glob("*.parquet")):
+        table = pq.read_table(part, columns=["job_id", "path", "input_sha256", "status"])
+        columns = [table.column(i).to_pylist() for i in range(4)]
+        for job, path, sha, status in zip(*columns, strict=True):
+            if sha is None or status == "error":
+                # an input that could not be read is tried again
+                failed.add(job)
+            else:
+                known[job].add((path, sha))
+    return {job: frozenset(v) for job, v in known.items() if job not in failed}
+
+
+@dataclass
+class BulkReport:
+    jobs: int = 0
+    exported: int = 0
+    skipped: int = 0
+    sources: int = 0
+    skipped_sources: int = 0
+    failed: int = 0
+    records: int = 0
+    findings: int = 0
+    size: int = 0
+    seconds: float = 0.0
+    workers: int = 1
+    results: list[JobResult] = field(default_factory=list)
+
+    def add(self, r: JobResult) -> None:
+        self.results.append(r)
+        self.size += r.size
+        if r.skipped:
+            self.skipped += 1
+            self.skipped_sources += r.sources
+            return
+        self.exported += 1
+        self.sources += r.sources
+        self.failed += r.failed
+        self.records += r.records
+        self.findings += r.findings
+
+    def summary(self, out: Path) -> str:
+        if self.exported == 0:
+            return (
+                f"nothing new: {self.skipped} job(s) ({self.skipped_sources} input(s)) already "
+                f"exported to {out}"
+            )
+        text = (
+            f"exported {self.exported} job(s), {self.sources} input(s), {self.records} record(s), "
+            f"{self.findings} finding(s) to {out} in {self.seconds:.1f} s with "
+            f"{self.workers} worker(s)"
+        )
+        if self.skipped:
+            text += f"; {self.skipped} unchanged job(s) skipped"
+        if self.failed:
+            text += f"; {self.failed} input(s) failed (see sources.status)"
+        return text
+
+
+# Each worker process builds one parser and keeps it for all the jobs it is given.
+_PARSER: LineParser | None = None
+
+
+def _worker_parser() -> LineParser:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = LineParser()
+    return _PARSER
+
+
+def _run_job(plan: JobPlan, out: str, hashes: dict[str, str]) -> JobResult:
+    return export_job(plan, Path(out), _worker_parser(), hashes)
+
+
+def _triage(
+    plans: Sequence[JobPlan], known: dict[str, frozenset[tuple[str, str]]], workers: int
+) -> tuple[list[tuple[JobPlan, dict[str, str]]], list[JobResult]]:
+    """Jobs to export (with their inputs' hashes) and jobs skipped as already exported.
+
+    Hashing reads every input once, in threads (hashlib lets go of the GIL), before any
+    parsing: a run with nothing new neither compiles the grammar nor starts a process."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        all_hashes = list(pool.map(job_hashes, plans))
+    todo: list[tuple[JobPlan, dict[str, str]]] = []
+    done: list[JobResult] = []
+    for plan, hashes in zip(plans, all_hashes, strict=True):
+        prior = known.get(plan.job_id)
+        if prior is not None and is_known(plan, hashes, prior):
+            done.append(skipped(plan))
+        else:
+            todo.append((plan, hashes))
+    return todo, done
+
+
+class Display(Protocol):
+    """What ``run`` tells about its progress: started, one job done, finished."""
+
+    def start(self, plans: Sequence[JobPlan]) -> None: ...
+
+    def advance(self, result: JobResult) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class ProgressBar:
+    """A rich progress bar on stderr: inputs done, MB read, MB/s and time left."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[files]}/{task.fields[nfiles]} files"),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._task = self._progress.add_task("export", total=0, files=0, nfiles=0, start=False)
+        self._files = 0
+        self._inputs: dict[str, int] = {}
+
+    def start(self, plans: Sequence[JobPlan]) -> None:
+        self._inputs = {p.job_id: len(p.inputs) for p in plans}
+        nfiles = sum(self._inputs.values())
+        total = sum(plan_size(p) for p in plans)
+        self._progress.update(self._task, total=total, nfiles=nfiles)
+        self._progress.start_task(self._task)
+        self._progress.start()
+
+    def advance(self, result: JobResult) -> None:
+        self._files += self._inputs.get(result.job_id, 0)
+        self._progress.update(self._task, advance=result.size, files=self._files)
+
+    def stop(self) -> None:
+        self._progress.stop()
+
+
+def run(
+    plans: Sequence[JobPlan],
+    out: Path,
+    workers: int | None = None,
+    skip_known: bool = True,
+    display: Display | None = None,
+) -> BulkReport:
+    """Export jobs to ``out``, ``workers`` at a time (default: every core); jobs whose inputs are
+    already in ``out`` are skipped unless ``skip_known`` is False."""
+    start = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    known = exported(out) if skip_known else {}
+    cores = workers or os.cpu_count() or 1
+    todo, done = _triage(plans, known, cores)
+    n = max(1, min(cores, len(todo)))
+    report = BulkReport(jobs=len(plans), workers=n)
+    for result in done:
+        report.add(result)
+    if not todo:
+        display = None  # nothing to show: the summary says so
+    try:
+        if n == 1:
+            if display is not None:
+                display.start([p for p, _ in todo])
+            for plan, hashes in todo:
+                result = _run_job(plan, str(out), hashes)
+                report.add(result)
+                if display is not None:
+                    display.advance(result)
+        else:
+            _run_pool(todo, out, n, report, display)
+    finally:
+        if display is not None:
+            display.stop()
+    report.results.sort(key=lambda r: r.job_id)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _run_pool(
+    todo: Sequence[tuple[JobPlan, dict[str, str]]],
+    out: Path,
+    n: int,
+    report: BulkReport,
+    display: Display | None,
+) -> None:
+    # Build the parser once here: forked workers inherit it instead of compiling the grammar
+    # (and deriving the fast path) each.
+    _worker_parser()
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        futures: list[Future[JobResult]] = [
+            pool.submit(_run_job, plan, str(out), hashes) for plan, hashes in todo
+        ]
+        # The workers exist once the jobs are submitted: only now start the display's thread,
+        # so that no process is forked while it runs.
+        if display is not None:
+            display.start([p for p, _ in todo])
+        for fut in as_completed(futures):
+            result = fut.result()
+            report.add(result)
+            if display is not None:
+                display.advance(result)
+
+
+def plan_size(plan: JobPlan) -> int:
+    total = 0
+    for inp in plan.inputs:
+        try:
+            total += os.stat(inp.path).st_size
+        except OSError:
+            continue
+    return total

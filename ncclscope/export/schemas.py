@@ -1,0 +1,375 @@
+"""The Arrow schemas of the Parquet dataset that ``ncclscope export`` and ``ncclscope bulk`` write.
+
+One folder per table under the output directory, one Parquet file per job in each folder. Every
+file carries the schema version and the ncclscope version in its key-value metadata.
+``docs/schema.md`` is generated from the tables below (``python -m ncclscope.docs``) and checked by
+``python -m ncclscope.docs --check``.
+
+Bump ``SCHEMA_VERSION`` when a column is renamed, removed or changes type; adding a column or a
+table is compatible and does not bump it (readers select the columns they know).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ncclscope import __version__
+
+SCHEMA_VERSION = 1
+META_SCHEMA_VERSION = b"ncclscope.schema_version"
+META_NCCLSCOPE_VERSION = b"ncclscope.version"
+META_TABLE = b"ncclscope.table"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: pa.DataType
+    doc: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table of the dataset: its columns, what a row is, and how its rows are ordered."""
+
+    name: str
+    row: str
+    columns: tuple[Column, ...]
+    order: str
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(
+            [pa.field(c.name, c.type, nullable=c.nullable) for c in self.columns],
+            metadata={
+                META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(),
+                META_NCCLSCOPE_VERSION: __version__.encode(),
+                META_TABLE: self.name.encode(),
+            },
+        )
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+def _key(line_doc: str = "1-based line number in the source") -> tuple[Column, ...]:
+    return (
+        Column("job_id", pa.string(), "the job the row belongs to (see `sources`)", False),
+        Column("source", pa.string(), "the input the row comes from: a path, or `archive:member`"),
+        Column("line", pa.int64(), line_doc),
+    )
+
+
+_PROCESS = (
+    Column("host", pa.string(), "host name from the line prefix"),
+    Column("pid", pa.int64(), "process id from the line prefix"),
+)
+
+_INTS = pa.list_(pa.int32())
+
+SOURCES = Table(
+    "sources",
+    "one input file or archive member",
+    (
+        Column("job_id", pa.string(), "the job the input was grouped into", False),
+        Column(
+            "source", pa.string(), "the name rows of other tables use: path or `archive:member`"
+        ),
+        Column("path", pa.string(), "the file read: the log itself, or the archive holding it"),
+        Column("member", pa.string(), "the member's name inside the archive; null for a file"),
+        Column("input_sha256", pa.string(), "sha256 of `path` as stored on disk (the skip key)"),
+        Column(
+            "size", pa.int64(), "bytes of the input as stored (a member: its size in the archive)"
+        ),
+        Column("sha256", pa.string(), "sha256 of the text as read (after any decompression)"),
+        Column("text_bytes", pa.int64(), "bytes of text read, after any decompression"),
+        Column("lines", pa.int64(), "physical lines: `typed + unrecognized + noise`"),
+        Column("nccl_lines", pa.int64(), "lines holding an NCCL level word or version banner"),
+        Column("typed", pa.int64(), "lines that became typed records"),
+        Column("unrecognized", pa.int64(), "NCCL lines the grammar does not know"),
+        Column("noise", pa.int64(), "lines that are not NCCL's (application output)"),
+        Column("records", pa.int64(), "rows this input added to `records`"),
+        Column("nccl_versions", pa.list_(pa.string()), "NCCL versions its banners printed"),
+        Column("status", pa.string(), "`ok`, `damaged` (read with notes) or `error`", False),
+        Column("error", pa.string(), "why the input could not be read or parsed (status error)"),
+        Column("damage", pa.list_(pa.string()), "what was wrong with its bytes, one sentence each"),
+    ),
+    "job_id, then input order (paths sorted, members in archive order)",
+)
+
+RECORDS = Table(
+    "records",
+    "one parsed record (usually one line; a line two writers spliced gives one per part)",
+    (
+        *_key(),
+        Column("part", pa.int16(), "0, or the position of the record on a spliced line"),
+        Column("kind", pa.string(), "the record kind (`ncclscope kinds`)", False),
+        Column("level", pa.string(), "INFO, WARN, TRACE, CALL, ABORT or VERSION"),
+        *_PROCESS,
+        Column("tid", pa.int64(), "thread id from the line prefix"),
+        Column("dev", pa.int32(), "CUDA device from the line prefix"),
+        Column("src_file", pa.string(), "WARN location: source file"),
+        Column("src_line", pa.int32(), "WARN location: source line"),
+        Column("src_func", pa.string(), "WARN location: function"),
+        Column("timestamp", pa.string(), "timestamp as printed (NCCL 2.26+ or a collector's)"),
+        Column("launcher_rank", pa.int32(), "rank a launcher put before the line"),
+        Column("launcher_host", pa.string(), "host a launcher put before the line"),
+        Column("prefix", pa.string(), "text before the NCCL header the grammar did not describe"),
+        Column("fields", pa.string(), "the kind's own fields as a JSON object (jsonl contract)"),
+        Column("text", pa.string(), "the line exactly as read"),
+    ),
+    "job_id, source, line, part: input order, which keeps each process's lines together",
+)
+
+RANKS = Table(
+    "ranks",
+    "one rank of one communicator, from its `Init START`/`Init COMPLETE` lines",
+    (
+        *_key("line of the first init line printed for this rank"),
+        Column("comm", pa.string(), "communicator: its commId (2.16+), else `nranks=N`", False),
+        Column("comm_ptr", pa.string(), "the communicator pointer the process printed"),
+        Column("rank", pa.int32(), "rank in the communicator", False),
+        Column("nranks", pa.int32(), "size of the communicator", False),
+        *_PROCESS,
+        Column("cuda_dev", pa.int32(), "CUDA device index"),
+        Column("nvml_dev", pa.int32(), "NVML device index (2.18.3+)"),
+        Column("bus_id", pa.string(), "PCI bus id of the GPU"),
+        Column("init_start_line", pa.int64(), "line of `Init START` (2.18.3+ prints it)"),
+        Column("init_complete_line", pa.int64(), "line of `Init COMPLETE`"),
+        Column("init_complete", pa.bool_(), "whether `Init COMPLETE` was printed", False),
+        Column("init_seconds", pa.float64(), "`Init timings` total for this rank (2.22+)"),
+        Column("last_op", pa.string(), "the last collective seen (NCCL_DEBUG_SUBSYS=COLL)"),
+        Column("last_op_count", pa.int64(), "its opCount"),
+        Column("last_op_line", pa.int64(), "its line"),
+    ),
+    "job_id, comm, rank",
+)
+
+CONNECTIONS = Table(
+    "connections",
+    "one peer connection of one channel: `Channel 02/0 : 1[1] -> 9[1] [send] via NET/IB/0/GDRDMA`",
+    (
+        *_key(),
+        *_PROCESS,
+        Column("dev", pa.int32(), "CUDA device from the line prefix"),
+        Column("channel", pa.int32(), "channel number", False),
+        Column("conn_index", pa.int32(), "`Channel %02d/%d`: 0 ring/tree, 1 p2p (2.12+)"),
+        Column("from_rank", pa.int32(), "where data comes from (receive lines are turned around)"),
+        Column("to_rank", pa.int32(), "where data goes; null for CollNet lines"),
+        Column("direction", pa.string(), "`send`, `receive` or null (intra-node lines)"),
+        Column("transport", pa.string(), "P2P, SHM, NET, COLLNET or NVLS"),
+        Column("transport_class", pa.string(), "transport without numbers: `NET/IB/GDRDMA`"),
+        Column("detail", pa.string(), "everything after `via`, as printed"),
+        Column("net_name", pa.string(), "network name: IB, Socket, or a plugin's"),
+        Column("net_dev", pa.int32(), "network device index"),
+        Column("proxy_rank", pa.int32(), "rank whose NIC carries the traffic (PXN)"),
+        Column("p2p_mode", pa.string(), "P2P flavour: IPC, CUMEM, direct pointer, …"),
+        Column("gdr", pa.bool_(), "GPU Direct RDMA (`/GDRDMA`)"),
+        Column("read", pa.bool_(), "P2P read mode (`/read`)"),
+        Column("ce", pa.bool_(), "copy engine (`/CE`)"),
+        Column("shared", pa.bool_(), "shared buffers (`/Shared`)"),
+    ),
+    "job_id, source, line (input order)",
+)
+
+RINGS = Table(
+    "rings",
+    "a ring order line (`Channel 00/02 : 0 1 2 3`) or one rank's ring neighbours (`15 -> 0 -> 7`)",
+    (
+        *_key(),
+        *_PROCESS,
+        Column("kind", pa.string(), "`ring_order` or `ring_neighbors`", False),
+        Column("channel", pa.int32(), "channel (ring) number", False),
+        Column("nchannels", pa.int32(), "channels printed after the slash (ring_order, 2.5+)"),
+        Column("ranks", _INTS, "the ring, in order (ring_order)"),
+        Column("truncated", pa.bool_(), "NCCL cut the ring with `...` (2.23+)"),
+        Column("prev", pa.int32(), "previous rank (ring_neighbors)"),
+        Column("me", pa.int32(), "this rank (ring_neighbors)"),
+        Column("next", pa.int32(), "next rank (ring_neighbors)"),
+    ),
+    "job_id, source, line (input order)",
+)
+
+TREES = Table(
+    "trees",
+    "one tree of one channel at one rank, from `Trees`, `NVLS Trees`, `Collnet Chains` or `Tree N :`",
+    (
+        *_key(),
+        *_PROCESS,
+        Column("kind", pa.string(), "the record kind it came from", False),
+        Column("channel", pa.int32(), "channel number (null when the line does not say)"),
+        Column("up", pa.int32(), "parent rank, -1 for none"),
+        Column("me", pa.int32(), "this rank"),
+        Column("downs", _INTS, "child ranks, -1 for none"),
+        Column("dn_up", pa.int32(), "2.5-2.7 tree down: parent"),
+        Column("dn_me", pa.int32(), "2.5-2.7 tree down: this rank"),
+        Column("dn_downs", _INTS, "2.5-2.7 tree down: children"),
+    ),
+    "job_id, source, line, then the order trees are printed on the line",
+)
+
+COLLECTIVES = Table(
+    "collectives",
+    "one collective or p2p call (NCCL_DEBUG_SUBSYS=COLL): `AllReduce: opCount 1f … comm 0x55d0`",
+    (
+        *_key(),
+        *_PROCESS,
+        Column("tid", pa.int64(), "thread id"),
+        Column("dev", pa.int32(), "CUDA device"),
+        Column("comm", pa.string(), "communicator pointer", False),
+        Column("op", pa.string(), "AllReduce, AllGather, Send, Recv, …"),
+        Column("op_count", pa.int64(), "per-communicator call counter", False),
+        Column("nranks", pa.int32(), "communicator size"),
+        Column("count", pa.int64(), "element count"),
+        Column("bytes", pa.int64(), "`size` (2.3.5 only)"),
+        Column("datatype", pa.int32(), "ncclDataType_t"),
+        Column("red_op", pa.int32(), "ncclRedOp_t"),
+        Column("root", pa.int32(), "root, or the peer of a Send/Recv"),
+        Column("stream", pa.string(), "CUDA stream pointer"),
+    ),
+    "job_id, then within each row group host, pid, comm, op_count, source, line",
+)
+
+_EVIDENCE = pa.struct(
+    [
+        pa.field("source", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("text", pa.string()),
+        pa.field("host", pa.string()),
+        pa.field("rank", pa.int32()),
+    ]
+)
+
+ERRORS = Table(
+    "errors",
+    "one error chain: a WARN and the `file:line -> N` frames that carried it up its thread",
+    (
+        *_key("line of the chain's first record (the WARN, or the first frame)"),
+        Column("chain", pa.int32(), "position of the chain in the job, from 0", False),
+        *_PROCESS,
+        Column("tid", pa.int64(), "thread id"),
+        Column("dev", pa.int32(), "CUDA device"),
+        Column("head_kind", pa.string(), "kind of the WARN; null when only frames were seen"),
+        Column("head_text", pa.string(), "the WARN line as read"),
+        Column("code", pa.int32(), "ncclResult_t of the last frame"),
+        Column("result", pa.string(), "its name (SYSTEM_ERROR, REMOTE_ERROR, …)"),
+        Column("thread", pa.string(), "thread NCCL named in a frame (`Proxy Thread`, …)"),
+        Column("frames", pa.int32(), "number of return-code frames", False),
+        Column("frame_lines", pa.list_(pa.int64()), "line of each frame"),
+        Column("frame_locations", pa.list_(pa.string()), "`file.cc:line` of each frame"),
+    ),
+    "job_id, chain (the order chains start in the input)",
+)
+
+FINDINGS = Table(
+    "findings",
+    "one finding of a diagnosis rule over the job",
+    (
+        *_key("line of the first evidence line (null when the finding has none)"),
+        Column("ordinal", pa.int32(), "position in the job's report (severity, rule, line)", False),
+        Column("rule", pa.string(), "rule id (`ncclscope rules`)", False),
+        Column("name", pa.string(), "rule name", False),
+        Column("category", pa.string(), "category", False),
+        Column("severity", pa.string(), "error, warning or info", False),
+        Column("message", pa.string(), "what was seen", False),
+        Column("remediation", pa.string(), "what to do"),
+        Column("hosts", pa.list_(pa.string()), "hosts of the evidence lines"),
+        Column("evidence", pa.list_(_EVIDENCE), "the lines that show it: source, line, text, …"),
+    ),
+    "job_id, ordinal",
+)
+
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (SOURCES, RECORDS, RANKS, CONNECTIONS, RINGS, TREES, COLLECTIVES, ERRORS, FINDINGS)
+}
+
+DESIGN = """\
+## Layout
+
+`OUT/<table>/<job>-<hash>.parquet`: one folder per table, one file per job in each folder, named
+from the job id (a readable slug plus 12 hex digits of its sha256). A job is exported by one
+worker from start to end, so a file's content depends only on the job's inputs: the dataset is
+the same whatever the number of workers, and re-exporting a job replaces its files and nothing
+else. Every job writes a file in every folder, empty or not, so a job whose new export has no row
+in a table leaves no stale rows behind. Files are zstd-compressed and written in row groups of at
+most 65,536 rows as the records stream by: memory does not grow with the size of a log.
+
+DuckDB reads a table with `read_parquet('OUT/records/*.parquet')`, polars with
+`pl.scan_parquet('OUT/records/*.parquet')`, and `ncclscope.load(OUT)` returns one polars
+LazyFrame per table.
+
+## Why `records` holds the fields as JSON, beside typed tables
+
+The grammar knows more than a hundred record kinds and grows with every NCCL release. One wide
+sparse table with a column per field of every kind would change its schema with each new kind (a
+new column, or worse a field whose type differs between two kinds of the same name), so old and
+new files would no longer share a schema. One table per kind would give a hundred folders, most
+of them empty for most jobs, and a fleet query over "every WARN" would have to union them.
+
+So `records` keeps what every record has as typed columns (the envelope: job, source, line, kind,
+level, host, pid, tid, dev, WARN location, launcher rank) and the kind's own fields as one JSON
+object, the same object `ncclscope parse` prints (docs/contracts.md). Its schema does not change
+when kinds are added. DuckDB reads a field with `fields->>'$.nccl_version'` and polars with
+`pl.col("fields").str.json_path_match("$.nccl_version")`.
+
+The questions fleets ask most (which transport each connection took, how ranks map to hosts and
+GPUs, how far each rank got, which collectives ran, which errors and findings a job had) get typed
+tables of their own, built from the records and the job model: `ranks`, `connections`, `rings`,
+`trees`, `collectives`, `errors` and `findings`. Their columns are versioned with
+`SCHEMA_VERSION`.
+
+## Tracing a row back to its line
+
+Every table but `sources` has `job_id`, `source` and `line`: the input and the 1-based line
+(as `grep -n` counts) that the row comes from; a finding's `evidence` lists every line it cites.
+`sources` has one row per input, with the line accounting, the sha256 of the text and its status:
+an input that cannot be read is a row with status `error` and its error text, and the batch goes
+on.
+
+## Re-running on the same output
+
+`ncclscope bulk` reads `sources` first. A job whose inputs (path and `input_sha256`) are exactly
+those already recorded for its job id is skipped without being parsed; a job with a new or
+changed input is exported again (all its files are replaced). A nightly run over a growing
+archive directory therefore only parses what is new.
+
+## Metadata
+
+Every file's key-value metadata holds `ncclscope.schema_version`, `ncclscope.version` and
+`ncclscope.table`. Rows are written in the order given for each table below, which keeps the
+rows of one process together and compresses well.
+"""
+
+
+def schema_markdown() -> str:
+    """docs/schema.md: the design, then every table and its columns, from the schemas above."""
+    out = [
+        "# Parquet dataset schema",
+        "",
+        "Generated from `ncclscope/export/schemas.py` (`python -m ncclscope.docs`); do not edit.",
+        "",
+        f"Schema version **{SCHEMA_VERSION}**. Tables: "
+        + ", ".join(f"[`{t}`](#{t})" for t in TABLES)
+        + ".",
+        "",
+        DESIGN.rstrip(),
+    ]
+    for table in TABLES.values():
+        out += [
+            "",
+            f"## {table.name}",
+            "",
+            f"One row per {table.row}. Order: {table.order}.",
+            "",
+            "| column | type | null | meaning |",
+            "|---|---|---|---|",
+        ]
+        for c in table.columns:
+            doc = c.doc.replace("|", "\\|")
+            out.append(f"| `{c.name}` | `{c.type}` | {'yes' if c.nullable else 'no'} | {doc} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,630 @@
+"""Export one job to the Parquet dataset: stream its inputs' records into row groups, then write
+the job-level tables (ranks, error chains, findings) from the job model.
+
+A job is exported by one process from start to end and its rows depend only on its inputs, so the
+files are the same whoever writes them. Each table's file is written under a temporary name and
+renamed when the job is done; ``sources`` is renamed last, so a job cut short is exported again by
+the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, cast
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ncclscope.engine import run_rules
+from ncclscope.errors import NcclscopeError
+from ncclscope.export.schemas import (
+    COLLECTIVES,
+    CONNECTIONS,
+    ERRORS,
+    FINDINGS,
+    RANKS,
+    RECORDS,
+    RINGS,
+    SOURCES,
+    TABLES,
+    TREES,
+    Table,
+)
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import CollCall, InitTimings
+from ncclscope.model.records.serialize import record_to_dict
+from ncclscope.model.records.topology import (
+    CollnetChains,
+    Connection,
+    GraphTree,
+    NvlsTrees,
+    RingNeighbors,
+    RingOrder,
+    Trees,
+)
+from ncclscope.model.records.version_env import VersionBanner
+from ncclscope.model.views import transport_class, views
+from ncclscope.parse.limits import Limits
+from ncclscope.parse.parser import LineParser, SourceStats, parse_lines
+from ncclscope.parse.reader import Damage, iter_lines, iter_members, open_input
+
+#: rows buffered per table before a row group is written: bounds memory per table
+ROW_GROUP = 65_536
+_HASH_CHUNK = 1 << 20
+_ENVELOPE = ("source", "line", "kind", "level", "host", "pid", "tid", "dev", "text")
+_ENVELOPE_OPTIONAL = (
+    "src_file",
+    "src_line",
+    "src_func",
+    "timestamp",
+    "launcher_rank",
+    "launcher_host",
+    "prefix",
+)
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A file to read: a log (any compression) or an archive, optionally only some members."""
+
+    path: str
+    archive: bool = False
+    #: the members of the archive that belong to this job; None: all of them
+    members: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobPlan:
+    job_id: str
+    inputs: tuple[Input, ...]
+
+
+@dataclass(slots=True)
+class JobResult:
+    job_id: str
+    skipped: bool = False
+    sources: int = 0
+    failed: int = 0
+    records: int = 0
+    findings: int = 0
+    #: bytes of the inputs as stored, for progress
+    size: int = 0
+
+
+def part_name(job_id: str) -> str:
+    """The file name of a job in every table folder: a readable slug and a hash of the id."""
+    digest = hashlib.sha256(job_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    slug = _SLUG.sub("_", job_id).strip("._-")[-48:] or "job"
+    return f"{slug}-{digest}.parquet"
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class TableWriter:
+    """Rows of one table, written in zstd row groups of at most ``ROW_GROUP`` rows.
+
+    ``sort`` orders each row group before it is written (rows arrive in input order)."""
+
+    def __init__(
+        self, table: Table, path: Path, sort: Callable[[Row], tuple[Any, ...]] | None = None
+    ) -> None:
+        self.table = table
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.tmp")
+        self.rows = 0
+        self._sort = sort
+        self._buffer: list[Row] = []
+        self._schema = table.schema
+        self._writer = pq.ParquetWriter(self.tmp, self._schema, compression="zstd")
+
+    def add(self, row: Row) -> None:
+        self._buffer.append(row)
+        if len(self._buffer) >= ROW_GROUP:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        if self._sort is not None:
+            self._buffer.sort(key=self._sort)
+        batch = pa.Table.from_pylist(self._buffer, schema=self._schema)
+        self._writer.write_table(batch, row_group_size=ROW_GROUP)
+        self.rows += len(self._buffer)
+        self._buffer.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self._writer.close()
+
+    def commit(self) -> None:
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self._writer.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+class _HashingReader:
+    """A binary stream that hashes and counts what is read through it."""
+
+    def __init__(self, inner: BinaryIO) -> None:
+        self._inner = inner
+        self._read1: Callable[[int], bytes] = getattr(inner, "read1", None) or inner.read
+        self.sha = hashlib.sha256()
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._inner.read(n)
+        self.sha.update(data)
+        self.count += len(data)
+        return data
+
+    def read1(self, n: int = -1) -> bytes:
+        data = self._read1(n)
+        self.sha.update(data)
+        self.count += len(data)
+        return data
+
+
+def _none_min(value: Any) -> tuple[bool, Any]:
+    """A sort key part that puts None first and never compares None with a value."""
+    return (value is not None, value if value is not None else 0)
+
+
+def _collective_order(row: Row) -> tuple[Any, ...]:
+    return (
+        _none_min(row["host"]),
+        _none_min(row["pid"]),
+        row["comm"],
+        row["op_count"],
+        row["source"],
+        row["line"],
+    )
+
+
+class JobExport:
+    """The table writers of one job, and the routing of records into them."""
+
+    def __init__(self, plan: JobPlan, out: Path, parser: LineParser) -> None:
+        self.plan = plan
+        self.job_id = plan.job_id
+        self.parser = parser
+        name = part_name(plan.job_id)
+        for table in TABLES:
+            (out / table).mkdir(parents=True, exist_ok=True)
+        self.writers = {
+            t: TableWriter(
+                TABLES[t], out / t / name, _collective_order if t == COLLECTIVES.name else None
+            )
+            for t in TABLES
+        }
+        self.builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
+        self.sources: list[Row] = []
+        #: NCCL versions the banners of each source printed, in order
+        self._versions: dict[str, list[str]] = {}
+        self.result = JobResult(plan.job_id)
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def run(self, hashes: dict[str, str]) -> JobResult:
+        try:
+            for inp in self.plan.inputs:
+                sha = hashes.get(inp.path)
+                if inp.archive:
+                    self._archive(inp, sha)
+                else:
+                    self._file(inp, sha)
+            self._job_tables(self.builder.finish())
+        except BaseException:
+            for w in self.writers.values():
+                w.abort()
+            raise
+        self._commit()
+        return self.result
+
+    def _file(self, inp: Input, sha: str | None) -> None:
+        stats = SourceStats(inp.path)
+        size = _size(inp.path)
+        reader: _HashingReader | None = None
+        try:
+            with open_input(inp.path, self.parser.limits, stats.damaged) as stream:
+                reader = _HashingReader(stream)
+                self._parse(reader, inp.path, stats)
+        except (NcclscopeError, OSError) as exc:
+            stats.error = str(exc)
+        except Exception as exc:  # a parser bug must cost one input, not the batch
+            stats.error = f"{type(exc).__name__}: {exc}"
+        self._source_row(inp.path, None, sha, size, stats, reader)
+
+    def _archive(self, inp: Input, sha: str | None) -> None:
+        archive_damage = Damage()
+        limits: Limits = self.parser.limits
+        try:
+            members = iter_members(inp.path, limits, archive_damage)
+            for member in members:
+                if inp.members is not None and member.name not in inp.members:
+                    continue
+                stats = SourceStats(member.source)
+                before = len(archive_damage.notes)
+                reader = _HashingReader(member.stream)
+                try:
+                    self._parse(reader, member.source, stats)
+                except Exception as exc:  # a parser bug must cost one member, not the batch
+                    stats.error = f"{type(exc).__name__}: {exc}"
+                # cap notes about this member were noted on the archive while it was read
+                stats.damaged.notes.extend(archive_damage.notes[before:])
+                del archive_damage.notes[before:]
+                self._source_row(inp.path, member.name, sha, member.size, stats, reader)
+        except (NcclscopeError, OSError) as exc:
+            archive_damage.note(str(exc))
+            self._archive_row(inp, sha, archive_damage, error=str(exc))
+            return
+        if archive_damage.notes:
+            self._archive_row(inp, sha, archive_damage, error=None)
+
+    def _archive_row(self, inp: Input, sha: str | None, damage: Damage, error: str | None) -> None:
+        stats = SourceStats(inp.path)
+        stats.damaged = damage
+        stats.error = error
+        self._source_row(inp.path, None, sha, _size(inp.path), stats, None)
+
+    def _parse(self, reader: _HashingReader, source: str, stats: SourceStats) -> None:
+        lines = iter_lines(cast(BinaryIO, reader), source, stats.damaged, self.parser.limits)
+        last_line = -1
+        part = 0
+        for rec in parse_lines(lines, source, stats, self.parser):
+            if rec.line == last_line:
+                part += 1
+            else:
+                last_line, part = rec.line, 0
+            self._record(rec, part, stats)
+            self.builder.add(rec)
+
+    def _source_row(
+        self,
+        path: str,
+        member: str | None,
+        sha: str | None,
+        size: int | None,
+        stats: SourceStats,
+        reader: _HashingReader | None,
+    ) -> None:
+        if stats.error is not None:
+            status = "error"
+            self.result.failed += 1
+        elif not stats.damaged.is_clean():
+            status = "damaged"
+        else:
+            status = "ok"
+        self.result.sources += 1
+        self.result.records += stats.records
+        versions = self._versions.pop(stats.source, [])
+        self.sources.append(
+            {
+                "job_id": self.job_id,
+                "source": stats.source,
+                "path": path,
+                "member": member,
+                "input_sha256": sha,
+                "size": size,
+                "sha256": reader.sha.hexdigest() if reader is not None else None,
+                "text_bytes": reader.count if reader is not None else None,
+                "lines": stats.lines,
+                "nccl_lines": stats.nccl_lines,
+                "typed": stats.typed,
+                "unrecognized": stats.unrecognized,
+                "noise": stats.noise,
+                "records": stats.records,
+                "nccl_versions": versions,
+                "status": status,
+                "error": stats.error,
+                "damage": stats.damaged.summary(),
+            }
+        )
+
+    # -- records -----------------------------------------------------------------------------
+
+    def _record(self, rec: Record, part: int, stats: SourceStats) -> None:
+        w = self.writers
+        d = record_to_dict(rec)
+        own = {k: v for k, v in d.items() if k not in _ENVELOPE and k not in _ENVELOPE_OPTIONAL}
+        key = {"job_id": self.job_id, "source": rec.source, "line": rec.line}
+        w[RECORDS.name].add(
+            {
+                **key,
+                "part": part,
+                "kind": rec.KIND,
+                "level": d["level"],
+                "host": rec.host,
+                "pid": rec.pid,
+                "tid": rec.tid,
+                "dev": rec.dev,
+                "src_file": rec.src_file,
+                "src_line": rec.src_line,
+                "src_func": rec.src_func,
+                "timestamp": rec.timestamp,
+                "launcher_rank": rec.launcher_rank,
+                "launcher_host": rec.launcher_host,
+                "prefix": rec.prefix,
+                "fields": json.dumps(own, ensure_ascii=False, separators=(",", ":")),
+                "text": rec.text,
+            }
+        )
+        proc = {"host": rec.host, "pid": rec.pid}
+        if isinstance(rec, Connection):
+            w[CONNECTIONS.name].add(
+                {
+                    **key,
+                    **proc,
+                    "dev": rec.dev,
+                    "channel": rec.channel,
+                    "conn_index": rec.conn_index,
+                    "from_rank": rec.from_rank,
+                    "to_rank": rec.to_rank,
+                    "direction": rec.direction.value if rec.direction is not None else None,
+                    "transport": rec.transport.value if rec.transport is not None else None,
+                    "transport_class": transport_class(rec),
+                    "detail": rec.transport_detail,
+                    "net_name": rec.net_name,
+                    "net_dev": rec.net_dev,
+                    "proxy_rank": rec.proxy_rank,
+                    "p2p_mode": rec.p2p_mode,
+                    "gdr": rec.gdr,
+                    "read": rec.read,
+                    "ce": rec.ce,
+                    "shared": rec.shared,
+                }
+            )
+        elif isinstance(rec, CollCall):
+            w[COLLECTIVES.name].add(
+                {
+                    **key,
+                    **proc,
+                    "tid": rec.tid,
+                    "dev": rec.dev,
+                    "comm": rec.comm,
+                    "op": rec.op,
+                    "op_count": rec.op_count_hex,
+                    "nranks": rec.nranks,
+                    "count": rec.count,
+                    "bytes": rec.bytes,
+                    "datatype": rec.datatype,
+                    "red_op": rec.red_op,
+                    "root": rec.root,
+                    "stream": rec.stream,
+                }
+            )
+        elif isinstance(rec, RingOrder):
+            w[RINGS.name].add(
+                {
+                    **key,
+                    **proc,
+                    "kind": rec.KIND,
+                    "channel": rec.channel,
+                    "nchannels": rec.nchannels,
+                    "ranks": list(rec.ranks),
+                    "truncated": rec.truncated,
+                }
+            )
+        elif isinstance(rec, RingNeighbors):
+            w[RINGS.name].add(
+                {
+                    **key,
+                    **proc,
+                    "kind": rec.KIND,
+                    "channel": rec.channel,
+                    "prev": rec.prev,
+                    "me": rec.me,
+                    "next": rec.next,
+                }
+            )
+        elif isinstance(rec, (Trees, NvlsTrees, CollnetChains)):
+            trees = (
+                rec.trees
+                if isinstance(rec, Trees)
+                else rec.trees_nvls
+                if isinstance(rec, NvlsTrees)
+                else rec.chains
+            )
+            for tree in trees:
+                w[TREES.name].add(
+                    {
+                        **key,
+                        **proc,
+                        "kind": rec.KIND,
+                        "channel": tree.channel,
+                        "up": tree.up,
+                        "me": tree.me,
+                        "downs": list(tree.downs),
+                        "dn_up": tree.dn_up,
+                        "dn_me": tree.dn_me,
+                        "dn_downs": list(tree.dn_downs),
+                    }
+                )
+        elif isinstance(rec, GraphTree):
+            w[TREES.name].add(
+                {
+                    **key,
+                    **proc,
+                    "kind": rec.KIND,
+                    "channel": rec.channel,
+                    "up": rec.up,
+                    "me": rec.me,
+                    "downs": list(rec.downs),
+                }
+            )
+        elif isinstance(rec, VersionBanner):
+            versions = self._versions.setdefault(rec.source, [])
+            if rec.nccl_version not in versions:
+                versions.append(rec.nccl_version)
+
+    # -- job-level tables ----------------------------------------------------------------------
+
+    def _job_tables(self, job: Job) -> None:
+        self._ranks(job)
+        self._errors(job)
+        self._findings(job)
+
+    def _ranks(self, job: Job) -> None:
+        timings = {(t.host, t.pid, t.rank, t.nranks): t.total for t in job.of(InitTimings)}
+        comms = views(job).communicators
+        w = self.writers[RANKS.name]
+        for key in sorted(comms):
+            comm = comms[key]
+            for rank in sorted(comm.ranks):
+                info = comm.ranks[rank]
+                firsts = [r for r in (info.start, info.complete) if r is not None]
+                first = min(firsts, key=lambda r: (r.source != firsts[0].source, r.line))
+                last = info.last_coll
+                w.add(
+                    {
+                        "job_id": self.job_id,
+                        "source": first.source,
+                        "line": first.line,
+                        "comm": key,
+                        "comm_ptr": info.comm_ptr,
+                        "rank": rank,
+                        "nranks": info.nranks,
+                        "host": info.host,
+                        "pid": info.pid,
+                        "cuda_dev": info.cuda_dev,
+                        "nvml_dev": info.nvml_dev,
+                        "bus_id": info.bus_id,
+                        "init_start_line": info.start.line if info.start else None,
+                        "init_complete_line": info.complete.line if info.complete else None,
+                        "init_complete": info.complete is not None,
+                        "init_seconds": timings.get((info.host, info.pid, rank, info.nranks)),
+                        "last_op": last.op if last else None,
+                        "last_op_count": last.op_count_hex if last else None,
+                        "last_op_line": last.line if last else None,
+                    }
+                )
+
+    def _errors(self, job: Job) -> None:
+        w = self.writers[ERRORS.name]
+        for i, chain in enumerate(job.chains):
+            first = chain.first
+            result = chain.result
+            w.add(
+                {
+                    "job_id": self.job_id,
+                    "source": first.source,
+                    "line": first.line,
+                    "chain": i,
+                    "host": first.host,
+                    "pid": first.pid,
+                    "tid": first.tid,
+                    "dev": first.dev,
+                    "head_kind": chain.head.KIND if chain.head is not None else None,
+                    "head_text": chain.head.text if chain.head is not None else None,
+                    "code": chain.code,
+                    "result": result.name if result is not None else None,
+                    "thread": chain.thread,
+                    "frames": len(chain.frames),
+                    "frame_lines": [f.line for f in chain.frames],
+                    "frame_locations": [f.code_location for f in chain.frames],
+                }
+            )
+
+    def _findings(self, job: Job) -> None:
+        w = self.writers[FINDINGS.name]
+        findings = run_rules(job)
+        self.result.findings = len(findings)
+        for i, f in enumerate(findings):
+            first = f.evidence[0] if f.evidence else None
+            w.add(
+                {
+                    "job_id": self.job_id,
+                    "source": first.source if first else None,
+                    "line": first.line if first else None,
+                    "ordinal": i,
+                    "rule": f.rule,
+                    "name": f.name,
+                    "category": f.category.value,
+                    "severity": f.severity.value,
+                    "message": f.message,
+                    "remediation": f.remediation,
+                    "hosts": sorted({e.host for e in f.evidence if e.host}),
+                    "evidence": [
+                        {
+                            "source": e.source,
+                            "line": e.line,
+                            "text": e.text,
+                            "host": e.host,
+                            "rank": e.rank,
+                        }
+                        for e in f.evidence
+                    ],
+                }
+            )
+
+    def _commit(self) -> None:
+        src = self.writers[SOURCES.name]
+        for row in self.sources:
+            src.add(row)
+        for w in self.writers.values():
+            w.close()
+        # sources last: it is what the next run trusts to skip this job
+        for name, w in self.writers.items():
+            if name != SOURCES.name:
+                w.commit()
+        src.commit()
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def export_job(
+    plan: JobPlan,
+    out: Path,
+    parser: LineParser,
+    hashes: dict[str, str] | None = None,
+) -> JobResult:
+    """Export one job. ``hashes`` (path → sha256 of the file) are computed when not given."""
+    if hashes is None:
+        hashes = job_hashes(plan)
+    result = JobExport(plan, out, parser).run(hashes)
+    result.size = sum(_size(i.path) or 0 for i in plan.inputs)
+    return result
+
+
+def job_hashes(plan: JobPlan) -> dict[str, str]:
+    """sha256 of each input file as stored; an input that cannot be read has none (its export
+    records the error)."""
+    hashes: dict[str, str] = {}
+    for inp in plan.inputs:
+        try:
+            hashes[inp.path] = file_sha256(inp.path)
+        except OSError:
+            continue
+    return hashes
+
+
+def is_known(plan: JobPlan, hashes: dict[str, str], known: frozenset[tuple[str, str]]) -> bool:
+    """Whether every input of the job is exported already, with the same content."""
+    return len(hashes) == len(plan.inputs) and frozenset(hashes.items()) == known
+
+
+def skipped(plan: JobPlan) -> JobResult:
+    size = sum(_size(i.path) or 0 for i in plan.inputs)
+    return JobResult(plan.job_id, skipped=True, sources=len(plan.inputs), size=size)

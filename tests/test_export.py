@@ -1,0 +1,239 @@
+"""The Parquet dataset: the fixture corpus file by file and as one tar.gz gives the same rows,
+DuckDB reads every table, docs/fleet-queries.md gives the numbers it shows, the schema doc is
+generated, inputs that fail are rows of ``sources``.
+
+``NCCLSCOPE_REGEN_DOCS=1 pytest tests/test_export.py`` rewrites the result tables of
+docs/fleet-queries.md from what the queries give (review the diff).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import ncclscope
+from ncclscope.cli import main
+from ncclscope.export import bulk
+from ncclscope.export.schemas import SCHEMA_VERSION, TABLES, schema_markdown
+from ncclscope.export.writer import Input, JobPlan
+from tests.helpers import REAL, ROOT, real_logs
+
+PATTERN = r"([^/]+)\.log$"
+FLEET_DOC = ROOT / "docs" / "fleet-queries.md"
+# columns that name where an input lies, which differs between a file and an archive member
+_WHERE = ("path", "member", "input_sha256", "size")
+
+
+def _export(paths: list[str], out: Path, workers: int) -> bulk.BulkReport:
+    files = bulk.expand(paths, include=("*.log",))
+    plans = bulk.plan_jobs(files, bulk.Grouping.of(pattern=PATTERN))
+    return bulk.run(plans, out, workers=workers)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture corpus, one job per log file, as the fleet-queries doc describes."""
+    out = tmp_path_factory.mktemp("corpus") / "corpus-dataset"
+    report = _export([str(REAL)], out, workers=2)
+    assert report.exported == len(real_logs()) and report.failed == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus_tar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("tar")
+    archive = tmp / "corpus.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for log in real_logs():
+            tar.add(log, arcname=str(log.relative_to(REAL.parent)))
+    out = tmp / "dataset"
+    report = _export([str(archive)], out, workers=1)
+    assert report.exported == len(real_logs())
+    return out
+
+
+_IN_MESSAGE = re.compile(r"[^\s'\"(]*[/:]([^/:\s]+\.log)")
+
+
+def _name(source: str | None) -> str | None:
+    return None if source is None else re.split(r"[/:]", source)[-1]
+
+
+def _normalised(rows: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if k not in _WHERE}
+        if "source" in row:
+            row["source"] = _name(row["source"])
+        if row.get("message"):
+            # a message may name where its line is: the path differs, the file name does not
+            row["message"] = _IN_MESSAGE.sub(r"\1", row["message"])
+        if row.get("evidence"):
+            row["evidence"] = [{**e, "source": _name(e["source"])} for e in row["evidence"]]
+        out.append(repr(sorted(row.items())))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_files_and_tar_give_the_same_rows(corpus: Path, corpus_tar: Path, table: str) -> None:
+    files = pq.read_table(corpus / table).to_pylist()
+    tarred = pq.read_table(corpus_tar / table).to_pylist()
+    assert files, f"{table} is empty on the fixture corpus"
+    assert _normalised(files) == _normalised(tarred)
+
+
+def test_duckdb_reads_every_table(corpus: Path) -> None:
+    con = duckdb.connect()
+    for name, table in TABLES.items():
+        glob = str(corpus / name / "*.parquet")
+        rel = con.sql(f"SELECT * FROM read_parquet('{glob}')")
+        assert rel.columns == table.names
+        (count,) = con.execute(f"SELECT count(*) FROM read_parquet('{glob}')").fetchall()[0]
+        assert count == pq.read_table(corpus / name).num_rows
+        meta = dict(
+            con.execute(
+                f"SELECT decode(key), decode(value) FROM parquet_kv_metadata('{glob}')"
+            ).fetchall()
+        )
+        assert meta["ncclscope.schema_version"] == str(SCHEMA_VERSION)
+        assert meta["ncclscope.version"] == ncclscope.__version__
+        assert meta["ncclscope.table"] == name
+
+
+def test_sources_account_for_every_record(corpus: Path) -> None:
+    ds = ncclscope.load(corpus)
+    sources = ds.sources.collect()
+    assert (sources["status"] != "error").all()
+    assert (sources["lines"] == sources["typed"] + sources["unrecognized"] + sources["noise"]).all()
+    per_source = ds.records.group_by("source").agg(pl.len().alias("n")).collect()
+    joined = sources.join(per_source, on="source", how="left").fill_null(0)
+    assert (joined["records"] == joined["n"]).all()
+    assert sources["sha256"].str.len_chars().to_list() == [64] * len(sources)
+
+
+def test_every_row_traces_back_to_its_line(corpus: Path) -> None:
+    ds = ncclscope.load(corpus)
+    for name in ("connections", "rings", "trees", "collectives", "ranks", "errors"):
+        rows = ds[name].join(
+            ds.records.select("job_id", "source", "line", "text").unique(["source", "line"]),
+            on=["job_id", "source", "line"],
+            how="anti",
+        )
+        assert rows.collect().height == 0, f"{name} has rows with no record at their line"
+
+
+def test_load_returns_lazy_frames_and_import_stays_light(corpus: Path) -> None:
+    ds = ncclscope.load(corpus)
+    assert set(ds) == set(TABLES)
+    assert isinstance(ds.records, pl.LazyFrame)
+    assert ds["findings"].collect().height > 0
+    code = (
+        "import sys, ncclscope; assert 'polars' not in sys.modules and 'pyarrow' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_schema_doc_is_generated() -> None:
+    assert (ROOT / "docs" / "schema.md").read_text(encoding="utf-8") == schema_markdown()
+
+
+# -- docs/fleet-queries.md ------------------------------------------------------------------------
+
+_BLOCK = re.compile(r"```(sql|python)\n(.*?)```\n\n```text\n(.*?)```", re.S)
+
+
+def _render(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
+    lines = [" | ".join(columns)]
+    lines += [" | ".join("null" if v is None else str(v) for v in row) for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _run_query(lang: str, code: str, corpus: Path, con: duckdb.DuckDBPyConnection) -> str:
+    if lang == "sql":
+        rel = con.sql(code)
+        return _render(rel.columns, rel.fetchall())
+    scope: dict[str, Any] = {"ds": ncclscope.load(corpus), "pl": pl}
+    exec(code, scope)
+    frame: pl.DataFrame = scope["result"]
+    return _render(frame.columns, frame.rows())
+
+
+def test_fleet_queries_give_the_numbers_the_doc_shows(corpus: Path) -> None:
+    con = duckdb.connect()
+    for name in TABLES:
+        con.execute(
+            f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{corpus / name / '*.parquet'}')"
+        )
+    doc = FLEET_DOC.read_text(encoding="utf-8")
+    blocks = list(_BLOCK.finditer(doc))
+    assert len(blocks) >= 8
+    got = {m.start(3): _run_query(m.group(1), m.group(2), corpus, con) for m in blocks}
+    if os.environ.get("NCCLSCOPE_REGEN_DOCS"):
+        out, last = [], 0
+        for m in blocks:
+            out += [doc[last : m.start(3)], got[m.start(3)]]
+            last = m.end(3)
+        FLEET_DOC.write_text("".join(out) + doc[last:], encoding="utf-8")
+        return
+    for m in blocks:
+        assert got[m.start(3)] == m.group(3), f"query gives other numbers:\n{m.group(2)}"
+        assert got[m.start(3)].count("\n") > 1, f"query gives no row:\n{m.group(2)}"
+
+
+# -- inputs that fail, the CLI ------------------------------------------------------------------
+
+
+def test_an_input_that_fails_is_a_row_and_the_batch_goes_on(tmp_path: Path) -> None:
+    good = REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log"
+    missing = tmp_path / "gone.log"
+    plans = [
+        JobPlan("a", (Input(str(missing)),)),
+        JobPlan("b", (Input(str(good)),)),
+    ]
+    out = tmp_path / "ds"
+    report = bulk.run(plans, out, workers=1)
+    assert report.exported == 2 and report.failed == 1
+    sources = ncclscope.load(out).sources.collect().sort("job_id")
+    assert sources["status"].to_list() == ["error", "ok"]
+    assert "no such file" in sources["error"][0]
+    # a failed input is tried again; the good job is skipped
+    again = bulk.run(plans, out, workers=1)
+    assert (again.exported, again.skipped) == (1, 1)
+
+
+def test_damaged_archive_is_recorded(tmp_path: Path) -> None:
+    archive = tmp_path / "cut.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log", arcname="rank0.log")
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) // 2])
+    out = tmp_path / "ds"
+    bulk.run(bulk.plan_jobs([str(archive)], bulk.Grouping()), out, workers=1)
+    sources = ncclscope.load(out).sources.collect()
+    assert "damaged" in sources["status"].to_list()
+    assert any(sources["damage"].list.len() > 0)
+
+
+def test_cli_export_and_errors(tmp_path: Path) -> None:
+    log = REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log"
+    out = tmp_path / "ds"
+    result = CliRunner().invoke(main, ["export", str(log), "-o", str(out), "--job-id", "j1"])
+    assert result.exit_code == 0, result.output
+    assert "exported 1 job(s), 1 input(s)" in result.stdout
+    ranks = ncclscope.load(out).ranks.collect()
+    assert set(ranks["job_id"]) == {"j1"} and ranks.height > 0
+    bad = CliRunner().invoke(main, ["export", "/nonexistent/x.log", "-o", str(out)])
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+    regex = CliRunner().invoke(main, ["bulk", str(log), "-o", str(out), "--job-pattern", "("])
+    assert regex.exit_code == 2 and "regular expression" in regex.stderr
