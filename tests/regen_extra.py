@@ -30,6 +30,27 @@ def markdown_golden(log: Path) -> str:
     return text
 
 
+def _topo_golden(fmt: str) -> Callable[[Path], str]:
+    """The ``ncclscope topo --format FMT`` picture of one fixture."""
+
+    def golden(log: Path) -> str:
+        from ncclscope import api
+        from ncclscope.model.topo import build_topology
+        from ncclscope.report.topo_dot import render_topo_dot
+        from ncclscope.report.topo_mermaid import render_topo_mermaid
+        from ncclscope.report.topo_text import render_topo_text
+
+        render = {"text": render_topo_text, "mermaid": render_topo_mermaid, "dot": render_topo_dot}
+        with contextlib.chdir(ROOT):
+            d = api.diagnose([str(log.relative_to(ROOT))])
+        return render[fmt](build_topology(d.job, {f.category.value for f in d.findings}))
+
+    return golden
+
+
 def register_all(register: Callable[[str, str, Callable[[Path], str]], None]) -> None:
     register("findings", ".json", findings_golden)
     register("markdown", ".md", markdown_golden)
+    register("topo/text", ".txt", _topo_golden("text"))
+    register("topo/mermaid", ".mmd", _topo_golden("mermaid"))
+    register("topo/dot", ".dot", _topo_golden("dot"))

@@ -41,6 +41,7 @@ def render_markdown(d: Diagnosis) -> str:
         "",
     ]
     out += [f"- {md(line)}" for line in summary_lines(d)]
+    out += _topology_section(d)
     for i, f in enumerate(d.findings, 1):
         out += [
             "",
@@ -70,6 +71,40 @@ def render_markdown(d: Diagnosis) -> str:
             out.append(safe.markdown_code_block(ev.text, "text").rstrip("\n"))
     out.append("")
     return "\n".join(out)
+
+
+#: communicators drawn in the report (largest first); ``ncclscope topo`` draws them all
+_MAX_PICTURES = 3
+
+
+def _topology_section(d: Diagnosis) -> list[str]:
+    """The Mermaid picture of what NCCL built, when connection or ring lines were printed."""
+    from ncclscope.model.topo import build_topology
+    from ncclscope.report.topo_mermaid import render_topo_mermaid
+
+    topo = build_topology(d.job, {f.category.value for f in d.findings})
+    drawn = [c for c in topo.comms if c.links or c.rings][:_MAX_PICTURES]
+    if not drawn:
+        return []
+    out = ["", "## Topology", ""]
+    for comm in drawn:
+        name = "communicator without Init line" if comm.key == "?" else f"communicator {comm.key}"
+        out.append(f"{md_safe(name)}: {comm.nranks} ranks on {len(comm.hosts) or '?'} node(s).")
+        for anomaly in comm.anomalies:
+            out.append(f"- {md_safe(anomaly)}")
+        out += [
+            "",
+            safe.markdown_code_block(render_topo_mermaid(topo, [comm]), "mermaid").rstrip("\n"),
+            "",
+        ]
+    others = len([c for c in topo.comms if c.links or c.rings]) - len(drawn)
+    if others > 0:
+        out.append(f"{others} more communicator(s): `ncclscope topo` draws them all.")
+    return out
+
+
+def md_safe(text: str) -> str:
+    return safe.markdown_text(text)
 
 
 def _first_sentence(text: str) -> str:

@@ -1,0 +1,73 @@
+"""``ncclscope topo --format mermaid``: the picture as a Mermaid flowchart, so a Markdown report
+or a ticket shows it in GitHub and GitLab.
+
+Nodes are ranks grouped by host; one edge per pair of ranks, labelled with its transport; edges
+NCCL should not have built (sockets between nodes, the network inside a node, SHM where P2P was
+expected) are drawn red and dashed, ranks that printed nothing dashed grey. Log-derived text is
+reduced to a safe alphabet, the rest written as Mermaid entity codes (``#35;``), so a host name
+cannot end a label, open a link or close the Markdown fence around the picture.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ncclscope.model.topo import CommTopology, JobTopology
+
+_SAFE = re.compile(r"[A-Za-z0-9 ._:/+\-=,()\[\]]")
+
+
+def mermaid_label(text: str) -> str:
+    """Text for inside a quoted Mermaid label: unusual characters become ``#<code>;``."""
+    return "".join(ch if _SAFE.fullmatch(ch) else f"#{ord(ch)};" for ch in text)
+
+
+def render_topo_mermaid(topo: JobTopology, comms: list[CommTopology] | None = None) -> str:
+    """A ``flowchart LR`` of the communicators (all with links, or those given)."""
+    chosen = [c for c in (comms if comms is not None else topo.comms) if not c.empty]
+    out = ["flowchart LR"]
+    styles: list[str] = []
+    edge_index = 0
+    for ci, comm in enumerate(chosen):
+        indent = "  "
+        if len(chosen) > 1:
+            out.append(f'  subgraph c{ci}["communicator {mermaid_label(comm.key)}"]')
+            indent = "    "
+        body, styles_c, edge_index = _comm(comm, f"c{ci}", indent, edge_index)
+        out += body
+        styles += styles_c
+        if len(chosen) > 1:
+            out.append("  end")
+    out += styles
+    out.append("  classDef missing stroke-dasharray: 4 4,color:#888")
+    return "\n".join(out) + "\n"
+
+
+def _comm(
+    comm: CommTopology, prefix: str, indent: str, edge_index: int
+) -> tuple[list[str], list[str], int]:
+    out: list[str] = []
+    styles: list[str] = []
+    by_host: dict[str, list[int]] = {}
+    for r in comm.drawn_ranks():
+        by_host.setdefault(comm.host_of_rank.get(r, ""), []).append(r)
+    silent = set(comm.silent)
+    for hi, (host, ranks) in enumerate(sorted(by_host.items())):
+        inner = indent
+        if host:
+            out.append(f'{indent}subgraph {prefix}h{hi}["{mermaid_label(host)}"]')
+            inner = indent + "  "
+        for r in ranks:
+            cls = ":::missing" if r in silent else ""
+            out.append(f'{inner}{prefix}r{r}["rank {r}"]{cls}')
+        if host:
+            out.append(f"{indent}end")
+    for e in comm.edges():
+        arrow = "---" if e.both else "-->"
+        out.append(f'{indent}{prefix}r{e.a} {arrow}|"{mermaid_label(e.label)}"| {prefix}r{e.b}')
+        if e.anomaly:
+            styles.append(
+                f"  linkStyle {edge_index} stroke:#d00,stroke-width:3px,stroke-dasharray:6 3"
+            )
+        edge_index += 1
+    return out, styles, edge_index
