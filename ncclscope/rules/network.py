@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
+from ncclscope.model.records.foreign import LibfabricLog, OfiLog
 from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
     BootstrapInterfaces,
@@ -686,7 +687,10 @@ def _check_plugin_provider(job: Job) -> Iterator[Finding]:
         or falls back to TCP sockets at a fraction of the bandwidth.
 
     Evidence it needs
-        Lines the plugin prints through NCCL's logger (``NET/OFI …``).
+        Lines the plugin prints through NCCL's logger (``NET/OFI …``), aws-ofi-nccl's own WARN
+        lines (``WARN: Function: find_ofi_provider Line: 543: NET/OFI …``, up to 1.4) and
+        libfabric's warnings about a provider (``libfabric:…<warn> fi_getinfo: provider efa output
+        empty list``).
 
     What to do
         Check the fabric on the host (``fi_info -p efa``, ``/dev/infiniband/uverbs*`` in the
@@ -696,11 +700,27 @@ def _check_plugin_provider(job: Job) -> Iterator[Finding]:
     """
     found = job.of(NetPluginProviderNotFound)
     failures = job.of(NetPluginError)
-    recs: list[Record] = [*found, *failures]
+    own = [r for r in job.of(OfiLog) if r.ofi_level == "WARN"]
+    fabric = [
+        r
+        for r in job.of(LibfabricLog)
+        if r.lf_level.lower() in ("warn", "warning", "error") and "provider" in r.lf_message
+    ]
+    recs: list[Record] = [*found, *failures, *own, *fabric]
     if not recs:
         return
-    texts = sorted({r.message for r in found} | {f"failure code {r.code}" for r in failures})
-    plugins = sorted({r.plugin for r in found} | {r.plugin for r in failures})
+    texts = sorted(
+        {r.message for r in found}
+        | {f"failure code {r.code}" for r in failures}
+        | {r.message for r in own}
+        | {f"libfabric: {r.lf_message}" for r in fabric}
+    )
+    plugins = sorted(
+        {r.plugin for r in found}
+        | {r.plugin for r in failures}
+        | ({"aws-ofi-nccl"} if own else set())
+        | ({f"libfabric ({r.provider})" for r in fabric})
+    )
     yield PLUGIN_PROVIDER.finding(
         f"Network plugin {', '.join(plugins)} found no usable fabric provider on "
         f"{max(1, len(_hosts(recs)))} host(s): {'; '.join(texts[:3])}.",
@@ -1184,7 +1204,7 @@ PLUGIN_PROVIDER = Rule(
     name="net-plugin-no-provider",
     category=Category.NET_PLUGIN,
     severity=Severity.ERROR,
-    reads=(NetPluginProviderNotFound, NetPluginError),
+    reads=(NetPluginProviderNotFound, NetPluginError, OfiLog, LibfabricLog),
     remediation="Check the fabric on the host (fi_info -p efa, /dev/infiniband in the container, "
     "the EFA security group), FI_PROVIDER, and plugin/libfabric versions for the EFA driver.",
     check=_check_plugin_provider,

@@ -192,7 +192,45 @@ class NcclLastError(Record):
     last_error: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OfiLog(Record):
+    """aws-ofi-nccl's own log line (up to 1.4, printed beside NCCL's):
+    ``WARN: Function: find_ofi_provider Line: 543: NET/OFI Couldn't find any optimal provider``."""
+
+    KIND: ClassVar[str] = "ofi_log"
+    NCCL: ClassVar[bool] = False
+    #: ``INFO``, ``WARN`` or ``TRACE``
+    ofi_level: str
+    function: str
+    line_number: int
+    message: str
+
+    def __post_init__(self) -> None:
+        # the grammar hands over the anchor "WARN: Function:"; keep the level word only
+        object.__setattr__(self, "ofi_level", self.ofi_level.split(":", 1)[0])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LibfabricLog(Record):
+    """libfabric's log line: ``libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn>
+    fi_getinfo: provider efa output empty list``."""
+
+    KIND: ClassVar[str] = "libfabric_log"
+    NCCL: ClassVar[bool] = False
+    #: the process id libfabric printed (the envelope's ``pid`` stays NCCL's)
+    lf_pid: int
+    time: int
+    provider: str
+    subsystem: str
+    function: str
+    line_number: int
+    lf_level: str
+    lf_message: str
+
+
 RECORD_TYPES = (
+    OfiLog,
+    LibfabricLog,
     NcclTestsAvgBusbw,
     NcclTestsOob,
     NcclTestsVersion,

@@ -472,6 +472,20 @@ class ProxyError(Record):
     peer_rank: int | None = None
     channel: int | None = None
     errno: str | None = None
+    #: a CUDA device the thread failed to set (``Failed to set CUDA device 3``)
+    device: int | None = None
+    #: the failed call: ``Poll``, ``Accept``, ``create``/``set`` (a CUDA context)
+    call: str | None = None
+    #: the error text of the failed call (``Poll failed: Interrupted system call``)
+    errno_text: str | None = None
+    #: the proxy client function (``ncclProxyClientGetFd``) whose call to the proxy failed
+    function: str | None = None
+    handle: int | None = None
+    fd: int | None = None
+    command: int | None = None
+    limit: int | None = None
+    #: the text of a fixed-text proxy failure (``proxyDestroy failed``)
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -546,6 +560,95 @@ class SharedMemExceeded(Record):
     max_shared_mem: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiArgError(Record):
+    """``AllReduce : invalid root 8 (root should be in the 0..7 range)``: a collective or P2P call
+    rejected by NCCL's argument checks (ncclInvalidArgument)."""
+
+    KIND: ClassVar[str] = "api_arg_error"
+    #: the operation checked: AllReduce, Broadcast, Send, …
+    api_name: str
+    #: ``argument is NULL``, ``invalid``, ``unknown to this communicator``, ``allocated on device``,
+    #: ``is not a valid pointer``
+    problem: str
+    #: sendbuff, recvbuff, comm, root, type, reduction operation, …
+    argument: str
+    #: the rejected root, datatype or reduction operation
+    value: int | None = None
+    max_root: int | None = None
+    #: the device a buffer lives on, and the communicator's device
+    device: int | None = None
+    nccl_device: int | None = None
+    pointer: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageError(Record):
+    """``Blocking and nonblocking communicators are not allowed in the same group.``: the application
+    used the API in a way NCCL refuses, or asked for a feature this build or driver lacks."""
+
+    KIND: ClassVar[str] = "usage_error"
+    #: the text, when the line is one of NCCL's fixed-text refusals
+    message: str | None = None
+    #: ``has already been destroyed`` (a communicator used after ncclCommDestroy)
+    usage_problem: str | None = None
+    comm: str | None = None
+    rank: int | None = None
+    nranks: int | None = None
+    device: int | None = None
+    #: a requested device count, or the number of devices NCCL saw
+    count: int | None = None
+    expected: int | None = None
+    #: an error or state code (``ncclCommSetAsyncError: … sets state 3``)
+    code: int | None = None
+    pointer: str | None = None
+    #: the API that found the communicator revoked (2.28.7+)
+    usage_api: str | None = None
+    parent_net: str | None = None
+    child_net: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InternalError(Record):
+    """``Proxy append out of bounds``: one of NCCL's own consistency checks failed (a bug, a
+    corrupted structure or an exhausted internal limit), not a problem of the environment."""
+
+    KIND: ClassVar[str] = "internal_error"
+    internal: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectiveMismatch(Record):
+    """``Mismatched collective detected, please check your collective calls at and around rank 3.
+    …`` (2.4.2-2.7.6): ranks called different collectives; ``rank`` is where to look."""
+
+    KIND: ClassVar[str] = "collective_mismatch"
+    rank: int
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TeardownError(Record):
+    """``commReclaim: comm 0x55d0 (rank = 3) in abort, error 6``: an error met while a communicator
+    was destroyed or aborted."""
+
+    KIND: ClassVar[str] = "teardown_error"
+    #: commReclaim, ncclProxyStop, commDestroySync
+    teardown_function: str
+    comm: str
+    rank: int
+    code: int
+    #: ``in abort``, ``destroys proxy resource``, ``in commDestroySync``, ``sync hostStream``, …
+    stage: str | None = None
+
+    @property
+    def result(self) -> NcclResult | None:
+        try:
+            return NcclResult(self.code)
+        except ValueError:
+            return None
+
+
 RECORD_TYPES = (
     ReturnCode,
     CommInit,
@@ -584,4 +687,9 @@ RECORD_TYPES = (
     ConfigNotInitialized,
     WorkFifoIgnored,
     SharedMemExceeded,
+    ApiArgError,
+    UsageError,
+    InternalError,
+    CollectiveMismatch,
+    TeardownError,
 )

@@ -814,7 +814,31 @@ class IbDeviceError(Record):
     device: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SocketError(Record):
+    """``ncclSocketRecv: socket state (4) is not ready``, ``Net : No valid [IPv6]:port pair found``,
+    ``socketTryAccept: Accept failed: Too many open files``: NCCL's socket layer refused or failed an
+    operation that is not a connect, a transfer or a handshake."""
+
+    KIND: ClassVar[str] = "socket_error"
+    #: the function that printed it (None for the ``Net :`` spellings, 2.3-2.15)
+    function: str | None = None
+    #: fixed-text refusals: ``pass NULL socket``, ``file descriptor is -1``, ``socket is invalid``,
+    #: ``No valid [IPv6]:port pair found``, ``unsupported IP family``, …
+    sock_problem: str | None = None
+    #: the strerror/gai_strerror text of a failed socket(), accept() or getaddrinfo()
+    error: str | None = None
+    #: ncclSocketState value(s) the call found (``socket state (%d/%d)`` gives two)
+    state: tuple[int, ...] = ()
+    #: an address NCCL was asked to connect to with an unknown family, and that family
+    address: str | None = None
+    family: int | None = None
+    index: int | None = None
+    errno: int | None = None
+
+
 RECORD_TYPES = (
+    SocketError,
     NetInterface,
     IbDevice,
     IbMergedDevice,

@@ -774,6 +774,62 @@ class CollnetUnsupported(Record):
     fallback_text: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopoError(Record):
+    """``Error : could not find CPU close to GPU 3``, ``XML Parse : Unexpected EOF``, ``Could not open
+    XML topology file /tmp/topo.xml : No such file or directory``: topology detection, the topology
+    XML or the graph search failed. The common shapes are typed; the others keep their text."""
+
+    KIND: ClassVar[str] = "topo_error"
+    #: the text of a failure without typed fields
+    message: str | None = None
+    gpu: int | None = None
+    rank: int | None = None
+    peer_rank: int | None = None
+    #: a NIC id (hex or index) NCCL could not place
+    nic: str | None = None
+    xml_path: str | None = None
+    dump_path: str | None = None
+    #: strerror text (file open) or sched_*affinity error
+    error: str | None = None
+    #: NVML's error string (``NVML failure 'Unknown Error'``)
+    error_quoted: str | None = None
+    version: int | None = None
+    needed: int | None = None
+    from_node: str | None = None
+    to_node: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class P2pError(Record):
+    """``failed to peer with device 1(=1b000): 217 peer access is not supported between these two
+    devices``: CUDA refused peer access or an IPC handle between two GPUs."""
+
+    KIND: ClassVar[str] = "p2p_error"
+    peer_dev: int | None = None
+    bus_id: str | None = None
+    rank: int | None = None
+    #: cudaError_t value
+    code: int | None = None
+    cuda_error: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UdsError(Record):
+    """``UDS: Sending data over socket /tmp/nccl-socket-3-abc failed : Connection refused (111)``: the
+    Unix domain socket NCCL passes cuMem file descriptors over failed (2.17+)."""
+
+    KIND: ClassVar[str] = "uds_error"
+    #: ``Socket creation error``, ``Binding to socket``, ``Sending|Receiving data over socket``
+    uds_operation: str | None = None
+    socket_path: str | None = None
+    uds_error: str | None = None
+    errno: int | None = None
+    #: ``Cannot bind|connect provided name … Name too large``
+    uds_message: str | None = None
+
+
 RECORD_TYPES = (
     P2pNotSupported,
     NvlsTeamUnavailable,
@@ -831,4 +887,7 @@ RECORD_TYPES = (
     MnnvlUnavailable,
     CollnetDisabled,
     CollnetUnsupported,
+    TopoError,
+    P2pError,
+    UdsError,
 )

@@ -67,4 +67,36 @@ class CommConfig(Record):
     env_assignment: str | None = None
 
 
-RECORD_TYPES = (VersionBanner, GitVersion, CudaDriverVersion, EnvSetting, EnvInvalid, CommConfig)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigInvalid(Record):
+    """``Invalid config blocking attribute value 2``, ``NCCL_MAX_CTAS 0 is too low, leaving it set at
+    1``, ``minCTAs 64 is larger than maxCTAs 32, set both to 32``: a setting (environment variable or
+    ``ncclConfig_t`` field) NCCL rejected or clamped, and what it used instead."""
+
+    KIND: ClassVar[str] = "config_invalid"
+    #: the config field (``blocking``, ``minCTAs``) or variable name (``NCCL_MAX_CTAS``)
+    config_name: str | None = None
+    #: the variable name when NCCL printed a ``NCCL_*`` one first
+    name: str | None = None
+    #: the rejected value(s); ``min/max channels`` gives two
+    config_value: tuple[str, ...] = ()
+    #: the value NCCL uses instead, when it says
+    adjusted_to: int | None = None
+    #: the bound that was crossed: ``#channels upper limit``, ``maxCTAs``
+    limit_name: str | None = None
+    limit: int | None = None
+    #: ``is too low``, ``is not valid``, ``maximum``, ``minimum``, ``must be a multiple of``
+    reason: str | None = None
+    #: a child communicator's parent value that does not match (2.28.7+)
+    parent_value: str | None = None
+
+
+RECORD_TYPES = (
+    VersionBanner,
+    GitVersion,
+    CudaDriverVersion,
+    EnvSetting,
+    EnvInvalid,
+    CommConfig,
+    ConfigInvalid,
+)
