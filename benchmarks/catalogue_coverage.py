@@ -27,9 +27,22 @@ from ncclscope.parse.parser import LineParser, SourceStats  # noqa: E402
 
 _SPEC = re.compile(r"%[-+ #0]*(\d+|\*)?(\.\d+)?(hh|h|ll|l|z|j|t|L)?([diouxXeEfgGcspn%])")
 _SAMPLE = {
-    "d": "1", "i": "1", "u": "1", "o": "1", "x": "1b000", "X": "1B000",
-    "e": "1.5e+00", "E": "1.5E+00", "f": "1.500000", "g": "1.5", "G": "1.5",
-    "c": "c", "s": "mlx5_0", "p": "0x7f3a52000000", "n": "", "%": "%",
+    "d": "1",
+    "i": "1",
+    "u": "1",
+    "o": "1",
+    "x": "1b000",
+    "X": "1B000",
+    "e": "1.5e+00",
+    "E": "1.5E+00",
+    "f": "1.500000",
+    "g": "1.5",
+    "G": "1.5",
+    "c": "c",
+    "s": "mlx5_0",
+    "p": "0x7f3a52000000",
+    "n": "",
+    "%": "%",
 }
 
 
@@ -48,9 +61,13 @@ def _default_visible(row: dict[str, str]) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tsv", default=str(ROOT.parent / "shared" / "reference" / "nccl-messages.tsv"))
+    ap.add_argument(
+        "--tsv", default=str(ROOT.parent / "shared" / "reference" / "nccl-messages.tsv")
+    )
     ap.add_argument("--write", help="write a Markdown report here")
-    ap.add_argument("--missing", help="write the untyped default-visible formats here (one per line)")
+    ap.add_argument(
+        "--missing", help="write the untyped default-visible formats here (one per line)"
+    )
     args = ap.parse_args()
     parser = LineParser()
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -64,7 +81,9 @@ def main() -> int:
             msg = instantiate(row["format"]).strip()
             if not msg or msg == "mlx5_0":
                 continue  # the bare "%s" composite: its content comes from fragments
-            prefix = "gpu-a01:1:2 [0] " + ("misc/x.cc:1 NCCL WARN " if row["level"] == "WARN" else "NCCL INFO ")
+            prefix = "gpu-a01:1:2 [0] " + (
+                "misc/x.cc:1 NCCL WARN " if row["level"] == "WARN" else "NCCL INFO "
+            )
             recs = parser.parse_line("cat", 1, prefix + msg, SourceStats("cat"))
             typed = bool(recs) and not any(isinstance(r, Unrecognized) for r in recs)
             fam = totals[row["family"]]
@@ -77,7 +96,9 @@ def main() -> int:
                 visible[0] += 1
                 visible[1] += typed
                 if not typed:
-                    missing.append(f"{row['level']}\t{row['first_seen_tag']}\t{row['last_seen_tag']}\t{row['format']}")
+                    missing.append(
+                        f"{row['level']}\t{row['first_seen_tag']}\t{row['last_seen_tag']}\t{row['format']}"
+                    )
     n = sum(t[0] for t in totals.values())
     ok = sum(t[1] for t in totals.values())
     lines = [

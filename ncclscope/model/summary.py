@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 
 from ncclscope.model.job import Job
 from ncclscope.model.records.init import CommInit
-from ncclscope.model.records.net import BootstrapInterfaces, IbDevices, UsingNetwork
+from ncclscope.model.records.net import (
+    BootstrapInterfaces,
+    IbDevices,
+    IbMergedDevice,
+    UsingNetwork,
+)
 from ncclscope.model.records.topology import ChannelSummary, Connection, RingOrder
 from ncclscope.model.records.version_env import CudaDriverVersion, VersionBanner
 from ncclscope.model.views import views
@@ -50,8 +55,9 @@ def summarise(job: Job) -> BuiltSummary:
         {
             f"{d.name}:{d.port}/{d.link_layer}"
             for rec in job.of(IbDevices)
-            for d in rec.devices
-            if hasattr(d, "link_layer")
+            for entry in rec.devices
+            # a merged dual-port NIC (2.20-2.23) lists its ports as members
+            for d in (entry.members if isinstance(entry, IbMergedDevice) else (entry,))
         }
     )
     channels = sorted({c.coll_channels for c in job.of(ChannelSummary)})

@@ -259,9 +259,7 @@ class _Compiler:
         self.parse_table = parser.parse_table
         # Rebuilt here rather than read from the Lark object: a Lark loaded from its analysis
         # cache has no tree builder of its own (nor ignore_tokens).
-        builder = ParseTreeBuilder(
-            lark.rules, Tree, False, False, lark.options.maybe_placeholders
-        )  # type: ignore[no-untyped-call]
+        builder = ParseTreeBuilder(lark.rules, Tree, False, False, lark.options.maybe_placeholders)  # type: ignore[no-untyped-call]
         tree_callbacks = builder.create_callback(None)  # type: ignore[no-untyped-call]
         self.conf = ParseConf(self.parse_table, tree_callbacks, START)
         self.terminals = {t.name: t for t in lark.terminals}
