@@ -312,12 +312,14 @@ def export(
     from pathlib import Path
 
     from ncclscope.export import bulk
+    from ncclscope.export.fs import is_url
 
     files = bulk.expand(paths, include)
     # With a pattern, inputs it does not match still form one job together.
     grouping = bulk.Grouping.of(job_id=job_id or paths[0], pattern=job_pattern)
-    report = bulk.run(bulk.plan_jobs(files, grouping), Path(out), workers=1, skip_known=False)
-    click.echo(report.summary(Path(out)))
+    dest = out if is_url(out) else Path(out)
+    report = bulk.run(bulk.plan_jobs(files, grouping), dest, workers=1, skip_known=False)
+    click.echo(report.summary(dest))
 
 
 @main.command()
@@ -330,6 +332,18 @@ def export(
 )
 @click.option("--force", is_flag=True, help="Export every job again, changed or not.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    help="Run the jobs on this machine's cores (local, the default) or as tasks on a Dask "
+    "cluster (dask; pip install 'ncclscope[dask]').",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="The Dask scheduler to use (e.g. tcp://10.0.0.5:8786); implies --engine dask. Without "
+    "it, --engine dask starts a local cluster of --workers processes.",
+)
 def bulk(
     paths: tuple[str, ...],
     out: str,
@@ -338,23 +352,44 @@ def bulk(
     workers: int | None,
     force: bool,
     progress: bool,
+    engine: str | None,
+    scheduler: str | None,
 ) -> None:
     """Export archived logs of many jobs to one Parquet dataset, in parallel, adding only what is
     new.
 
     PATH: directories (recursive), globs, log files, .tar/.tar.gz/.tar.zst/.zip archives (read
-    as streams). One directory or archive is one job unless --job-pattern says otherwise. Jobs
-    whose inputs are already in OUT (same sha256) are skipped.
+    as streams), as paths or fsspec URLs (s3://, gs://, file://, ...; OUT too). One directory or
+    archive is one job unless --job-pattern says otherwise. Jobs whose inputs are already in OUT
+    (same sha256) are skipped. docs/fleet-scale.md: Dask, Slurm, Kubernetes.
     """
     from pathlib import Path
 
+    from ncclscope.errors import UsageError
     from ncclscope.export import bulk as bulk_mod
+    from ncclscope.export.fs import is_url
 
+    engine = engine or ("dask" if scheduler else "local")
+    if engine == "local" and scheduler:
+        raise UsageError("--scheduler needs --engine dask")
+    if scheduler and workers:
+        raise UsageError(
+            "--workers sizes a local cluster; with --scheduler the cluster's own "
+            "workers run the jobs"
+        )
+    runner: bulk_mod.Engine
+    if engine == "dask":
+        from ncclscope.export.dask_engine import DaskEngine
+
+        runner = DaskEngine(scheduler=scheduler, workers=workers)
+    else:
+        runner = bulk_mod.LocalEngine(workers)
     files = bulk_mod.expand(paths, include)
     plans = bulk_mod.plan_jobs(files, bulk_mod.Grouping.of(pattern=job_pattern))
     display = bulk_mod.ProgressBar() if progress else None
-    report = bulk_mod.run(plans, Path(out), workers=workers, skip_known=not force, display=display)
-    click.echo(report.summary(Path(out)))
+    dest = out if is_url(out) else Path(out)
+    report = bulk_mod.run(plans, dest, skip_known=not force, display=display, engine=runner)
+    click.echo(report.summary(dest))
 
 
 @main.command()

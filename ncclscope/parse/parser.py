@@ -111,6 +111,8 @@ class LineParser:
 
     def split(self, text: str) -> list[_Part]:
         """The NCCL parts of a line: usually one; several when writers were spliced together."""
+        if "NCCL " not in text:
+            return []  # both LEVEL and BANNER start with it; the regexes cost far more than `in`
         m = self._m
         found = list(m.level.finditer(text))
         if not found:
@@ -138,10 +140,15 @@ class LineParser:
                 env_start = cut
             else:
                 end = len(text)
-                dangling = m.launcher_tail.search(text, marker.end())
-                if dangling is not None:
-                    end = dangling.start()
-                parts.append(_Part(text[env_start : marker.start()], level, text[marker.end() : end]))
+                # Every launcher tag ends in ":" or ")"; searching without that cheap test
+                # costs a regex attempt at each position of the message.
+                if text.rstrip().endswith((":", ")")):
+                    dangling = m.launcher_tail.search(text, marker.end())
+                    if dangling is not None:
+                        end = dangling.start()
+                parts.append(
+                    _Part(text[env_start : marker.start()], level, text[marker.end() : end])
+                )
         return parts
 
     # -- envelope ----------------------------------------------------------------------------
@@ -226,9 +233,10 @@ class LineParser:
 
     def _records(self, source: str, number: int, text: str, body: str) -> tuple[list[Record], int]:
         """The records of a cleaned line and its number of NCCL parts (0: not an NCCL line)."""
-        repeated = self._m.ray_repeated.search(body)
-        if repeated is not None:
-            body = body[: repeated.start()]
+        if "across cluster]" in body:  # RAY_REPEATED's literal tail: skip a scan per line
+            repeated = self._m.ray_repeated.search(body)
+            if repeated is not None:
+                body = body[: repeated.start()]
         parts = self.split(body)
         if not parts:
             rec = self._foreign(source, number, text, body)
