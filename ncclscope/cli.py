@@ -86,7 +86,7 @@ def parse(
     """
     from ncclscope import api
     from ncclscope.model.records import KINDS
-    from ncclscope.model.records.serialize import record_to_dict
+    from ncclscope.model.records.serialize import jsonl_line, record_to_dict
 
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
@@ -102,9 +102,8 @@ def parse(
         records = (r for r in run.records() if not wanted or r.KIND in wanted)
         if fmt == "jsonl":
             out = sys.stdout
-            dumps = json.dumps
             for rec in records:
-                out.write(dumps(record_to_dict(rec, with_text=with_text), ensure_ascii=False))
+                out.write(jsonl_line(record_to_dict(rec, with_text=with_text)))
                 out.write("\n")
             return
         from ncclscope.report.records_table import print_records_table
@@ -211,6 +210,7 @@ def diagnose(
     from ncclscope.rules.base import Severity
 
     result = api.diagnose(paths, select=_split(select), ignore=_split(ignore))
+    _print_damage(result.stats)
     if fmt == "json":
         from ncclscope.report.json_report import diagnosis_to_dict
 

@@ -4,7 +4,10 @@ Inputs are directories (walked recursively, in sorted order), globs, log files (
 and tar/zip archives (read as streams, never extracted). By default one directory or one archive
 is one job; ``job_pattern`` derives the job id from each input's name instead. A job is the unit of
 work: one process exports it whole (see ``ncclscope.export.writer``), so the dataset does not
-depend on the number of workers.
+depend on the number of workers, nor on the engine that runs them: this machine's cores
+(``LocalEngine``) or a Dask cluster (``ncclscope.export.dask_engine``). Both run the same
+``do_job`` on each job; the driver only plans, collects the small ``JobResult`` summaries and
+reports. Inputs and the dataset may be fsspec URLs (``ncclscope.export.fs``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from typing import Protocol
 import pyarrow.parquet as pq
 
 from ncclscope.errors import InputError, UsageError
+from ncclscope.export import fs
+from ncclscope.export.fs import Folder
 from ncclscope.export.schemas import SOURCES
 from ncclscope.export.writer import (
     Input,
@@ -36,7 +41,7 @@ from ncclscope.export.writer import (
     skipped,
 )
 from ncclscope.parse.parser import LineParser
-from ncclscope.parse.reader import Damage, iter_members
+from ncclscope.parse.reader import Damage
 
 #: names read as archives (the content decides the compression of a .tar.*)
 ARCHIVE_SUFFIXES = (
@@ -82,13 +87,19 @@ def expand(paths: Iterable[str], include: Sequence[str] = ()) -> list[str]:
         return not include or any(fnmatch.fnmatch(name, g) for g in include)
 
     def add(path: str) -> None:
-        norm = os.path.normpath(path)
+        # a URL keeps its "//": normpath would fold it
+        norm = path if fs.is_url(path) else os.path.normpath(path)
         if norm not in seen:
             seen.add(norm)
             out.append(norm)
 
     for path in paths:
-        if os.path.isdir(path):
+        if fs.is_url(path):
+            for f in fs.expand_url(path):
+                # a URL naming one file is read whatever its name, as a path is
+                if f == path or wanted(f):
+                    add(f)
+        elif os.path.isdir(path):
             for f in _walk(path):
                 if wanted(f):
                     add(f)
@@ -163,20 +174,23 @@ def plan_jobs(files: Sequence[str], grouping: Grouping) -> list[JobPlan]:
 def _split_archive(path: str, grouping: Grouping, default: str) -> dict[str, frozenset[str] | None]:
     """Members of an archive by the job the pattern gives them (None: the whole archive)."""
     by_job: dict[str, set[str]] = defaultdict(set)
-    for member in iter_members(path, damage=Damage()):
+    for member in fs.archive_members(path, None, Damage()):
         by_job[grouping.match(member.source) or default].add(member.name)
     if len(by_job) <= 1:
         return {next(iter(by_job), default): None}
     return {job: frozenset(names) for job, names in by_job.items()}
 
 
-def exported(out: Path) -> dict[str, frozenset[tuple[str, str]]]:
+def exported(out: Path | str | Folder) -> dict[str, frozenset[tuple[str, str]]]:
     """What ``sources`` says was exported: job id → {(path, sha256 of the file on disk)}."""
-    folder = out / SOURCES.name
+    dest = fs.folder(out)
     known: dict[str, set[tuple[str, str]]] = defaultdict(set)
     failed: set[str] = set()
-    for part in sorted(folder.glob("*.parquet")):
-        table = pq.read_table(part, columns=["job_id", "path", "input_sha256", "status"])
+    arrow = dest.arrow
+    for part in dest.parquet_files(SOURCES.name):
+        table = pq.read_table(
+            part, columns=["job_id", "path", "input_sha256", "status"], filesystem=arrow
+        )
         columns = [table.column(i).to_pylist() for i in range(4)]
         for job, path, sha, status in zip(*columns, strict=True):
             if sha is None or status == "error":
@@ -215,7 +229,7 @@ class BulkReport:
         self.records += r.records
         self.findings += r.findings
 
-    def summary(self, out: Path) -> str:
+    def summary(self, out: Path | str | Folder) -> str:
         if self.exported == 0:
             return (
                 f"nothing new: {self.skipped} job(s) ({self.skipped_sources} input(s)) already "
@@ -244,8 +258,27 @@ def _worker_parser() -> LineParser:
     return _PARSER
 
 
-def _run_job(plan: JobPlan, out: str, hashes: dict[str, str]) -> JobResult:
-    return export_job(plan, Path(out), _worker_parser(), hashes)
+@dataclass(frozen=True)
+class JobTask:
+    """One job as handed to a worker, on this machine or another: everything ``do_job`` needs,
+    small and picklable."""
+
+    plan: JobPlan
+    out: Folder
+    #: (path, sha256) of the job's inputs as last exported; None: export it whatever its inputs
+    prior: frozenset[tuple[str, str]] | None = None
+    #: sha256 of the inputs, when the driver has them already; None: the worker hashes
+    hashes: dict[str, str] | None = None
+
+
+def do_job(task: JobTask) -> JobResult:
+    """The per-job work, the same on every engine: hash the inputs where they are stored, skip
+    the job when they are what ``prior`` says was exported, else read, parse, diagnose and write
+    its Parquet files."""
+    hashes = task.hashes if task.hashes is not None else job_hashes(task.plan)
+    if task.prior is not None and is_known(task.plan, hashes, task.prior):
+        return skipped(task.plan)
+    return export_job(task.plan, task.out, _worker_parser(), hashes)
 
 
 def _triage(
@@ -266,6 +299,19 @@ def _triage(
         else:
             todo.append((plan, hashes))
     return todo, done
+
+
+class Engine(Protocol):
+    """Runs ``do_job`` on every job and adds each result to the report as it comes."""
+
+    def run(
+        self,
+        plans: Sequence[JobPlan],
+        out: Folder,
+        known: dict[str, frozenset[tuple[str, str]]],
+        report: BulkReport,
+        display: Display | None,
+    ) -> None: ...
 
 
 class Display(Protocol):
@@ -299,7 +345,7 @@ class ProgressBar:
             DownloadColumn(),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
+            console=Console(stderr=True, emoji=False),
         )
         self._task = self._progress.add_task("export", total=0, files=0, nfiles=0, start=False)
         self._files = 0
@@ -323,46 +369,77 @@ class ProgressBar:
 
 def run(
     plans: Sequence[JobPlan],
-    out: Path,
+    out: Path | str | Folder,
     workers: int | None = None,
     skip_known: bool = True,
     display: Display | None = None,
+    engine: Engine | None = None,
 ) -> BulkReport:
-    """Export jobs to ``out``, ``workers`` at a time (default: every core); jobs whose inputs are
-    already in ``out`` are skipped unless ``skip_known`` is False."""
+    """Export jobs to ``out`` (a path or a URL) on ``engine`` (default: this machine's cores,
+    ``workers`` of them); jobs whose inputs are already in ``out`` are skipped unless
+    ``skip_known`` is False."""
     start = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    known = exported(out) if skip_known else {}
-    cores = workers or os.cpu_count() or 1
-    todo, done = _triage(plans, known, cores)
-    n = max(1, min(cores, len(todo)))
-    report = BulkReport(jobs=len(plans), workers=n)
-    for result in done:
-        report.add(result)
-    if not todo:
-        display = None  # nothing to show: the summary says so
-    try:
-        if n == 1:
-            if display is not None:
-                display.start([p for p, _ in todo])
-            for plan, hashes in todo:
-                result = _run_job(plan, str(out), hashes)
-                report.add(result)
-                if display is not None:
-                    display.advance(result)
-        else:
-            _run_pool(todo, out, n, report, display)
-    finally:
-        if display is not None:
-            display.stop()
+    dest = fs.folder(out)
+    dest.makedirs()
+    known = exported(dest) if skip_known else {}
+    report = BulkReport(jobs=len(plans))
+    (engine or LocalEngine(workers)).run(plans, dest, known, report, display)
     report.results.sort(key=lambda r: r.job_id)
     report.seconds = time.perf_counter() - start
     return report
 
 
+def is_process_local(plans: Sequence[JobPlan], out: Folder) -> bool:
+    """Whether the inputs or the dataset live inside this process (``memory://``), where no
+    other process can read or write them."""
+    return out.process_local or any(fs.is_process_local(i.path) for p in plans for i in p.inputs)
+
+
+@dataclass(frozen=True)
+class LocalEngine:
+    """This machine's cores: processes forked from this one, ``workers`` of them (default:
+    every core). The inputs are hashed here first, in threads, so a run with nothing new neither
+    compiles the grammar nor starts a process."""
+
+    workers: int | None = None
+
+    def run(
+        self,
+        plans: Sequence[JobPlan],
+        out: Folder,
+        known: dict[str, frozenset[tuple[str, str]]],
+        report: BulkReport,
+        display: Display | None,
+    ) -> None:
+        cores = self.workers or os.cpu_count() or 1
+        todo, done = _triage(plans, known, cores)
+        n = max(1, min(cores, len(todo)))
+        if is_process_local(plans, out):
+            n = 1
+        report.workers = n
+        for result in done:
+            report.add(result)
+        if not todo:
+            display = None  # nothing to show: the summary says so
+        tasks = [JobTask(plan, out, None, hashes) for plan, hashes in todo]
+        try:
+            if n == 1:
+                if display is not None:
+                    display.start([t.plan for t in tasks])
+                for task in tasks:
+                    result = do_job(task)
+                    report.add(result)
+                    if display is not None:
+                        display.advance(result)
+            else:
+                _run_pool(tasks, n, report, display)
+        finally:
+            if display is not None:
+                display.stop()
+
+
 def _run_pool(
-    todo: Sequence[tuple[JobPlan, dict[str, str]]],
-    out: Path,
+    tasks: Sequence[JobTask],
     n: int,
     report: BulkReport,
     display: Display | None,
@@ -373,13 +450,11 @@ def _run_pool(
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-        futures: list[Future[JobResult]] = [
-            pool.submit(_run_job, plan, str(out), hashes) for plan, hashes in todo
-        ]
+        futures: list[Future[JobResult]] = [pool.submit(do_job, task) for task in tasks]
         # The workers exist once the jobs are submitted: only now start the display's thread,
         # so that no process is forked while it runs.
         if display is not None:
-            display.start([p for p, _ in todo])
+            display.start([t.plan for t in tasks])
         for fut in as_completed(futures):
             result = fut.result()
             report.add(result)
@@ -388,10 +463,4 @@ def _run_pool(
 
 
 def plan_size(plan: JobPlan) -> int:
-    total = 0
-    for inp in plan.inputs:
-        try:
-            total += os.stat(inp.path).st_size
-        except OSError:
-            continue
-    return total
+    return sum(fs.size(inp.path) or 0 for inp in plan.inputs)

@@ -2,16 +2,15 @@
 the job-level tables (ranks, error chains, findings) from the job model.
 
 A job is exported by one process from start to end and its rows depend only on its inputs, so the
-files are the same whoever writes them. Each table's file is written under a temporary name and
-renamed when the job is done; ``sources`` is renamed last, so a job cut short is exported again by
-the next run.
+files are the same whoever writes them, on whichever machine. Each table's file is written under a
+temporary name and renamed when the job is done; ``sources`` is renamed last, so a job cut short is
+exported again by the next run. Inputs and the dataset may be URLs (see ``ncclscope.export.fs``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ncclscope.engine import run_rules
-from ncclscope.errors import NcclscopeError
+from ncclscope.errors import InputError, NcclscopeError
+from ncclscope.export import fs
+from ncclscope.export.fs import Folder
 from ncclscope.export.schemas import (
     COLLECTIVES,
     CONNECTIONS,
@@ -53,11 +54,10 @@ from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import transport_class, views
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines
-from ncclscope.parse.reader import Damage, iter_lines, iter_members, open_input
+from ncclscope.parse.reader import Damage, iter_lines
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 65_536
-_HASH_CHUNK = 1 << 20
 _ENVELOPE = ("source", "line", "kind", "level", "host", "pid", "tid", "dev", "text")
 _ENVELOPE_OPTIONAL = (
     "src_file",
@@ -109,11 +109,7 @@ def part_name(job_id: str) -> str:
 
 
 def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+    return fs.sha256(path)
 
 
 class TableWriter:
@@ -122,16 +118,23 @@ class TableWriter:
     ``sort`` orders each row group before it is written (rows arrive in input order)."""
 
     def __init__(
-        self, table: Table, path: Path, sort: Callable[[Row], tuple[Any, ...]] | None = None
+        self,
+        table: Table,
+        dest: Folder,
+        name: str,
+        sort: Callable[[Row], tuple[Any, ...]] | None = None,
     ) -> None:
         self.table = table
-        self.path = path
-        self.tmp = path.with_name(f".{path.name}.tmp")
+        self.dest = dest
+        self.path = dest.path(table.name, name)
+        self.tmp = dest.path(table.name, f".{name}.tmp")
         self.rows = 0
         self._sort = sort
         self._buffer: list[Row] = []
         self._schema = table.schema
-        self._writer = pq.ParquetWriter(self.tmp, self._schema, compression="zstd")
+        self._writer = pq.ParquetWriter(
+            self.tmp, self._schema, compression="zstd", filesystem=dest.arrow
+        )
 
     def add(self, row: Row) -> None:
         self._buffer.append(row)
@@ -153,11 +156,11 @@ class TableWriter:
         self._writer.close()
 
     def commit(self) -> None:
-        os.replace(self.tmp, self.path)
+        self.dest.replace(self.tmp, self.path)
 
     def abort(self) -> None:
         self._writer.close()
-        self.tmp.unlink(missing_ok=True)
+        self.dest.remove(self.tmp)
 
 
 class _HashingReader:
@@ -201,16 +204,16 @@ def _collective_order(row: Row) -> tuple[Any, ...]:
 class JobExport:
     """The table writers of one job, and the routing of records into them."""
 
-    def __init__(self, plan: JobPlan, out: Path, parser: LineParser) -> None:
+    def __init__(self, plan: JobPlan, out: Folder, parser: LineParser) -> None:
         self.plan = plan
         self.job_id = plan.job_id
         self.parser = parser
         name = part_name(plan.job_id)
         for table in TABLES:
-            (out / table).mkdir(parents=True, exist_ok=True)
+            out.makedirs(table)
         self.writers = {
             t: TableWriter(
-                TABLES[t], out / t / name, _collective_order if t == COLLECTIVES.name else None
+                TABLES[t], out, name, _collective_order if t == COLLECTIVES.name else None
             )
             for t in TABLES
         }
@@ -243,7 +246,7 @@ class JobExport:
         size = _size(inp.path)
         reader: _HashingReader | None = None
         try:
-            with open_input(inp.path, self.parser.limits, stats.damaged) as stream:
+            with fs.open_log(inp.path, self.parser.limits, stats.damaged) as stream:
                 reader = _HashingReader(stream)
                 self._parse(reader, inp.path, stats)
         except (NcclscopeError, OSError) as exc:
@@ -256,7 +259,7 @@ class JobExport:
         archive_damage = Damage()
         limits: Limits = self.parser.limits
         try:
-            members = iter_members(inp.path, limits, archive_damage)
+            members = fs.archive_members(inp.path, limits, archive_damage)
             for member in members:
                 if inp.members is not None and member.name not in inp.members:
                     continue
@@ -588,22 +591,20 @@ class JobExport:
 
 
 def _size(path: str) -> int | None:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return None
+    return fs.size(path)
 
 
 def export_job(
     plan: JobPlan,
-    out: Path,
+    out: Path | str | Folder,
     parser: LineParser,
     hashes: dict[str, str] | None = None,
 ) -> JobResult:
-    """Export one job. ``hashes`` (path → sha256 of the file) are computed when not given."""
+    """Export one job to the dataset at ``out`` (a path, a URL or a Folder). ``hashes`` (path →
+    sha256 of the file) are computed when not given."""
     if hashes is None:
         hashes = job_hashes(plan)
-    result = JobExport(plan, out, parser).run(hashes)
+    result = JobExport(plan, fs.folder(out), parser).run(hashes)
     result.size = sum(_size(i.path) or 0 for i in plan.inputs)
     return result
 
@@ -615,7 +616,7 @@ def job_hashes(plan: JobPlan) -> dict[str, str]:
     for inp in plan.inputs:
         try:
             hashes[inp.path] = file_sha256(inp.path)
-        except OSError:
+        except (OSError, InputError):
             continue
     return hashes
 

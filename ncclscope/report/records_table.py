@@ -34,7 +34,7 @@ _ENVELOPE_KEYS = {
 
 
 def _console() -> Console:
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, emoji=False)
 
 
 def print_records_table(records: Iterable[Record]) -> None:

@@ -21,6 +21,8 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def render_text(d: Diagnosis, file: TextIO, color: bool | None = None) -> None:
     console = Console(
+        # ':warning:' in a host name must print as text, not as an emoji
+        emoji=False,
         file=file,
         highlight=False,
         no_color=color is False,

@@ -74,20 +74,32 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
     for rec in job.of(EnvSetting):
         if rec.name in _TRANSPORT_OFF or rec.name in _FORCED_CHOICE:
             groups[(rec.name, rec.value)].append(rec)
+    # A setting that switches a transport or path off gets a finding of its own; the overrides
+    # that only tune a choice are listed together in one info finding, so a well-tuned job's
+    # report is not a page of notes.
+    tuned: list[tuple[str, str, list[EnvSetting]]] = []
     for (name, value), recs in sorted(groups.items()):
-        disables = name in _TRANSPORT_OFF
-        what = _TRANSPORT_OFF.get(name) or _FORCED_CHOICE[name]
+        off = name in _TRANSPORT_OFF and not (name.endswith("_DISABLE") and value == "0")
+        if not off:
+            tuned.append((name, value, recs))
+            continue
         hosts = sorted({r.host for r in recs if r.host})
         where = f" on {len(hosts)} host(s)" if hosts else ""
-        severity = Severity.WARNING if disables and value not in ("", "0") else Severity.INFO
-        if name.endswith("_DISABLE") and value == "0":
-            severity = Severity.INFO
         yield ENV_OVERRIDE.finding(
-            f"{name}={value} set by environment{where}: it {what}.",
+            f"{name}={value} set by environment{where}: it {_TRANSPORT_OFF[name]}.",
             _one_per_host(recs),
-            severity=severity,
             remediation=f"Confirm {name}={value} is intended here; unset it (job environment, "
             "container image, /etc/nccl.conf, ~/.nccl.conf) if it is not.",
+        )
+    if tuned:
+        listed = "; ".join(f"{name}={value} ({_what(name, value)})" for name, value, _ in tuned)
+        yield ENV_OVERRIDE.finding(
+            f"{len(tuned)} tuning override(s) set by environment: {listed}.",
+            [recs[0] for _, _, recs in tuned],
+            severity=Severity.INFO,
+            remediation="Keep overrides that were measured to help on this cluster; remove the "
+            "rest (job environment, container image, /etc/nccl.conf, ~/.nccl.conf).",
+            max_evidence=8,
         )
 
 
@@ -155,6 +167,12 @@ def _check_version_mismatch(job: Job) -> Iterator[Finding]:
         f"More than one NCCL build in one job: {summary}.",
         [recs[0] for _, recs in sorted(by_version.items())],
     )
+
+
+def _what(name: str, value: str) -> str:
+    if name.endswith("_DISABLE") and value == "0":
+        return "explicitly 0: NCCL's default, nothing disabled"
+    return _FORCED_CHOICE.get(name) or _TRANSPORT_OFF[name]
 
 
 def _one_per_host(recs: list[EnvSetting]) -> list[EnvSetting]:

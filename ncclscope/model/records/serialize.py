@@ -8,6 +8,7 @@ Key order is fixed: ``source``, ``line``, ``kind``, the envelope (``level``, ``h
 from __future__ import annotations
 
 import dataclasses
+import json
 from enum import Enum
 from typing import Any
 
@@ -72,3 +73,13 @@ def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
     if with_text or rec.KIND == "unrecognized":
         out["text"] = rec.text
     return out
+
+
+# JSON allows these raw inside strings, but consumers that split lines with str.splitlines() (or
+# JavaScript before ES2019) would cut a record in two: escape them.
+_LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def jsonl_line(obj: dict[str, Any]) -> str:
+    """One jsonl line (no newline): UTF-8 text kept readable, Unicode line breakers escaped."""
+    return json.dumps(obj, ensure_ascii=False).translate(_LINE_BREAKERS)
