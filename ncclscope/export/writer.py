@@ -40,7 +40,7 @@ from ncclscope.export.schemas import (
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall, InitTimings
-from ncclscope.model.records.serialize import record_to_dict
+from ncclscope.model.records.serialize import own_fields_to_dict, record_to_dict
 from ncclscope.model.records.topology import (
     CollnetChains,
     Connection,
@@ -58,16 +58,6 @@ from ncclscope.parse.reader import Damage, iter_lines
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 65_536
-_ENVELOPE = ("source", "line", "kind", "level", "host", "pid", "tid", "dev", "text")
-_ENVELOPE_OPTIONAL = (
-    "src_file",
-    "src_line",
-    "src_func",
-    "timestamp",
-    "launcher_rank",
-    "launcher_host",
-    "prefix",
-)
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 Row = dict[str, Any]
@@ -346,7 +336,7 @@ class JobExport:
     def _record(self, rec: Record, part: int, stats: SourceStats) -> None:
         w = self.writers
         d = record_to_dict(rec)
-        own = {k: v for k, v in d.items() if k not in _ENVELOPE and k not in _ENVELOPE_OPTIONAL}
+        own = own_fields_to_dict(rec)
         key = {"job_id": self.job_id, "source": rec.source, "line": rec.line}
         w[RECORDS.name].add(
             {

@@ -9,28 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ncclscope.model.records.base import Record
-from ncclscope.model.records.serialize import record_to_dict
+from ncclscope.model.records.serialize import own_fields_to_dict
 from ncclscope.parse.parser import SourceStats
 from ncclscope.report.safe import safe_text
-
-_ENVELOPE_KEYS = {
-    "source",
-    "line",
-    "kind",
-    "level",
-    "host",
-    "pid",
-    "tid",
-    "dev",
-    "src_file",
-    "src_line",
-    "src_func",
-    "timestamp",
-    "launcher_rank",
-    "launcher_host",
-    "prefix",
-    "text",
-}
 
 
 def _console() -> Console:
@@ -40,8 +21,7 @@ def _console() -> Console:
 def print_records_table(records: Iterable[Record]) -> None:
     table = Table("where", "kind", "host:pid [dev]", "fields", box=None, pad_edge=False)
     for rec in records:
-        data = record_to_dict(rec)
-        fields = " ".join(f"{k}={v}" for k, v in data.items() if k not in _ENVELOPE_KEYS)
+        fields = " ".join(f"{k}={v}" for k, v in own_fields_to_dict(rec).items())
         who = f"{rec.host or '?'}:{rec.pid or '?'} [{'' if rec.dev is None else rec.dev}]"
         table.add_row(
             safe_text(f"{rec.source}:{rec.line}"), rec.KIND, safe_text(who), safe_text(fields)

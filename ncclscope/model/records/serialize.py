@@ -58,6 +58,11 @@ def part_to_dict(part: Part) -> dict[str, Any]:
     return out
 
 
+def own_fields_to_dict(rec: Record) -> dict[str, Any]:
+    """Only the kind's own fields (no envelope), as JSON-ready data."""
+    return {name: plain(getattr(rec, name)) for name in _own_fields(type(rec))}
+
+
 def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
     """One record as the jsonl contract's object. ``text`` (the line as read) is included when
     asked for, and always for ``unrecognized`` records."""
