@@ -77,8 +77,21 @@ def main() -> None:
     help="Print per-file line accounting and the commonest unrecognized shapes instead of records.",
 )
 @click.option("--with-text", is_flag=True, help="Add each record's line as read (jsonl `text`).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Processes for jsonl and --stats (0: one per CPU); large files are split at line "
+    "boundaries. The output is the same as with one.",
+)
 def parse(
-    paths: tuple[str, ...], fmt: str, kinds: tuple[str, ...], stats: bool, with_text: bool
+    paths: tuple[str, ...],
+    fmt: str,
+    kinds: tuple[str, ...],
+    stats: bool,
+    with_text: bool,
+    workers: int,
 ) -> None:
     """Parse NCCL log lines into typed records.
 
@@ -93,6 +106,20 @@ def parse(
         fail(f"unknown --kind {', '.join(unknown)} (see `ncclscope kinds`)")
     run = api.parse(paths)
     wanted = set(kinds)
+    if workers != 1 and (stats or fmt == "jsonl"):
+        from ncclscope.parse.parallel import parse_paths_jsonl
+
+        try:
+            for chunk in parse_paths_jsonl(
+                run.paths, workers, wanted, with_text, run.limits, run.stats
+            ):
+                if not stats:
+                    sys.stdout.write(chunk)
+            if stats:
+                _print_stats(run.stats, as_json=fmt == "jsonl")
+        finally:
+            _print_damage(run.stats)
+        return
     try:
         if stats:
             for _ in run.records():

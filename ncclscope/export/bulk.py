@@ -58,6 +58,8 @@ ARCHIVE_SUFFIXES = (
     ".zip",
 )
 _GLOB_CHARS = re.compile(r"[*?\[]")
+#: threads reading the dataset's ``sources`` files at the start of a run
+_READERS = 16
 
 
 def is_archive(path: str) -> bool:
@@ -187,11 +189,17 @@ def exported(out: Path | str | Folder) -> dict[str, frozenset[tuple[str, str]]]:
     known: dict[str, set[tuple[str, str]]] = defaultdict(set)
     failed: set[str] = set()
     arrow = dest.arrow
-    for part in dest.parquet_files(SOURCES.name):
+
+    def read(part: str) -> list[list[object]]:
         table = pq.read_table(
             part, columns=["job_id", "path", "input_sha256", "status"], filesystem=arrow
         )
-        columns = [table.column(i).to_pylist() for i in range(4)]
+        return [table.column(i).to_pylist() for i in range(4)]
+
+    # One small file per job: in object storage, each is a round trip, so read many at once.
+    with ThreadPoolExecutor(max_workers=_READERS) as pool:
+        parts = list(pool.map(read, dest.parquet_files(SOURCES.name)))
+    for columns in parts:
         for job, path, sha, status in zip(*columns, strict=True):
             if sha is None or status == "error":
                 # an input that could not be read is tried again
