@@ -12,8 +12,13 @@ optional parts). Each sequence is run through Lark's own LALR table, which yield
 * the parse tree Lark builds for that sequence, which is compiled into straight-line Python that
   applies the same terminal converters and field coercions as ``RecordBuilder``.
 
-A family's sequences are joined in one regex; a literal keyword every sequence holds is tested with
-``in`` before the regex runs.
+The first token is decided once per message by the opening scanner: the start state's terminals in
+the lexer's order (Lark's "unless" retyping included), but only those that can begin with the
+message's first character, in one small regex per character. The sequences of a family are then
+grouped by first terminal into branches, one regex each, without lookaheads before the first token;
+only the branches that begin with the token found are tried, after a literal keyword every sequence
+of the branch holds is tested with ``in``. (Before, every family's regex repeated the start state's
+dozens of lookaheads, and a message that no family took paid for all of them.)
 
 Tier 2 (learned shapes): a message tier 1 does not take is parsed by Lark; when Lark accepts it, the
 terminal sequence its lexer produced is compiled the same way and cached by the message's shape
@@ -38,14 +43,20 @@ from typing import Any, Final
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError
 from lark.grammar import NonTerminal, Rule, Terminal
-from lark.lexer import PatternStr
+from lark.lexer import PatternStr, _create_unless
 from lark.parse_tree_builder import ParseTreeBuilder
 from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record
 from ncclscope.parse.grammar import lark_parser
-from ncclscope.parse.transform import Body, Field, field_specs, terminal_converter
+from ncclscope.parse.transform import (
+    IDENTITY_AFTER,
+    Body,
+    Field,
+    field_specs,
+    terminal_converter,
+)
 
 START: Final = "message"
 #: a family with more derivations than this is left to tiers 2 and 3
@@ -112,8 +123,12 @@ _CATEGORY: dict[Any, _First] = {
 
 
 def _fold_case(f: _First) -> _First:
+    # Unicode case folding links ASCII and non-ASCII letters (k and the Kelvin sign, s and the
+    # long s): ignoring case, a non-ASCII start may be ASCII text and an ASCII one may not.
+    if f.other:
+        return _ALL
     extra = {ord(chr(c).swapcase()) for c in f.ascii if chr(c).isalpha()}
-    return _First(f.ascii | frozenset(extra), f.other)
+    return _First(f.ascii | frozenset(extra), True)
 
 
 def _first_of_set(items: Any) -> _First:
@@ -197,13 +212,18 @@ class Sequence:
 
 
 @dataclass
-class Family:
-    """One family rule: its terminal sequences, compiled into one regex on first use (most
-    families never occur in a given log, and compiling the regexes is the costly part)."""
+class Branch:
+    """The sequences of one family that begin with one terminal, compiled into one regex on first
+    use (most families never occur in a given log, and compiling the regexes is the costly part).
 
-    root: str
+    Its regex has no lexer lookaheads before the first token: a branch is only tried once the
+    opening scanner has found that the contextual lexer's first token is ``first``.
+    """
+
+    first: str
     keyword: str | None
-    terminal_sequences: list[tuple[str, ...]]
+    #: (sequence, its index in the family)
+    terminal_sequences: list[tuple[tuple[str, ...], int]]
     kind: str = ""
     pattern: re.Pattern[str] | None = None
     by_marker: dict[str, Sequence] = field(default_factory=dict)
@@ -219,13 +239,13 @@ class Family:
             return False
         regexes: dict[str, _Entry] = {}
         reasons: list[str] = []
-        for n, seq in enumerate(self.terminal_sequences):
+        for seq, n in self.terminal_sequences:
             try:
                 pieces, tree = compiler.compile(seq)
             except Underivable as exc:
                 reasons.append(str(exc))
                 continue
-            regexes[f"s{n}"] = (seq, pieces, tree)
+            regexes[f"s{n}"] = (seq, _opened(pieces), tree)
         try:
             if not regexes:
                 raise Underivable("; ".join(sorted(set(reasons))) or "no derivation")
@@ -234,6 +254,39 @@ class Family:
             self.failed = str(exc)
             return False
         return True
+
+
+def _opened(pieces: list[_Piece]) -> list[_Piece]:
+    """The pieces without the spaces and lookaheads before the first token, which the opening
+    scanner has already decided."""
+    _lead, body, kept = pieces[0]
+    return [("", body, kept), *pieces[1:]]
+
+
+@dataclass
+class Family:
+    """One family rule: its terminal sequences, in branches by first terminal."""
+
+    root: str
+    terminal_sequences: list[tuple[str, ...]]
+    branches: dict[str, Branch] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "|".join(sorted({k for b in self.branches.values() for k in b.kind.split("|") if k}))
+
+    @property
+    def by_marker(self) -> dict[str, Sequence]:
+        return {k: v for b in self.branches.values() for k, v in b.by_marker.items()}
+
+    @property
+    def keyword(self) -> str | None:
+        kws = {b.keyword for b in self.branches.values()}
+        return kws.pop() if len(kws) == 1 else None
+
+    def ensure(self, compiler: _Compiler) -> bool:
+        """Compile every branch; True when at least one compiled."""
+        return any([b.ensure(compiler) for b in self.branches.values()])
 
 
 @dataclass
@@ -358,6 +411,8 @@ class _Gen:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"_Body": Body, "_Field": Field, "_tup": _tup}
         self.n = 0
+        #: local -> the terminal converter that produced it (for token values)
+        self.converted: dict[str, Callable[[str], Any] | None] = {}
 
     def name(self, value: Any, prefix: str = "k") -> str:
         self.n += 1
@@ -376,7 +431,9 @@ class _Gen:
         if isinstance(node, Token):
             group = f"m[{self.group_index[int(node)]}]"
             conv = terminal_converter(node.type)
-            return self.local(group if conv is None else f"{self.name(conv, 'c')}({group})"), ""
+            var = self.local(group if conv is None else f"{self.name(conv, 'c')}({group})")
+            self.converted[var] = conv
+            return var, ""
         if not isinstance(node, Tree):
             raise Underivable(f"unexpected node {node!r}")
         name = str(node.data)
@@ -416,11 +473,16 @@ class _Gen:
             if entry is None:
                 raise Underivable(f"{cls.__name__} has no field {fname}")
             is_tuple, coerce = entry
-            co = self.name(coerce, "co")
             if is_tuple:
+                co = self.name(coerce, "co")
                 parts.setdefault(fname, []).append(f"_tup({co}, {var})")
             elif fname not in parts:
-                parts[fname] = [f"{co}({var})"]
+                if var in self.converted and coerce in IDENTITY_AFTER.get(
+                    self.converted[var], frozenset()
+                ):
+                    parts[fname] = [var]  # the coercion would return this very value
+                else:
+                    parts[fname] = [f"{self.name(coerce, 'co')}({var})"]
         items = ", ".join(f"{k!r}: {' + '.join(v)}" for k, v in parts.items())
         c = self.name(cls, "K")
         if issubclass(cls, Part):
@@ -532,7 +594,15 @@ def derive(lark: Lark) -> tuple[_Compiler, Derivation]:
         except Underivable as exc:
             out.deferred[root] = str(exc)
             continue
-        out.families.append(Family(root, _keyword(compiler, seqs), seqs))
+        family = Family(root, seqs)
+        by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+        for n, seq in enumerate(seqs):
+            if seq:
+                by_first.setdefault(seq[0], []).append((seq, n))
+        for first, group in by_first.items():
+            keyword = _keyword(compiler, [seq for seq, _n in group])
+            family.branches[first] = Branch(first, keyword, group)
+        out.families.append(family)
     return compiler, out
 
 
@@ -596,7 +666,52 @@ def reject_key(message: str) -> str:
     return _PTR.sub("0x#", message).translate(_DIGIT_FOLD)
 
 
-_EMPTY: list[Family] = []
+_EMPTY: list[Branch] = []
+
+
+class _Opening:
+    """The contextual lexer's first token of a message, chosen exactly as Lark's scanner chooses
+    it (its terminals in its order, "unless" retyping included), but trying only the terminals
+    that can begin with the message's first character: one short regex per character."""
+
+    def __init__(self, compiler: _Compiler, state: int) -> None:
+        conf = compiler.lark.lexer_conf
+        self.flags = conf.g_regex_flags
+        terminals, callback = _create_unless(  # type: ignore[no-untyped-call]
+            compiler.lexers[state].terminals, self.flags, re, conf.use_bytes
+        )
+        self.callback: dict[str, Callable[[Token], Token]] = callback
+        self.terminals = [(t, first_chars(t.pattern.to_regexp())) for t in terminals]
+        self.by_char: dict[str, re.Pattern[str] | None] = {}
+
+    def _scanner(self, char: str) -> re.Pattern[str] | None:
+        code = ord(char)
+        # Case folding can map a non-ASCII character onto ASCII text: no filtering for those.
+        chosen = [t for t, f in self.terminals if code >= 128 or code in f.ascii]
+        pattern = None
+        if chosen:
+            alts = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in chosen)
+            pattern = re.compile(alts, self.flags)
+        self.by_char[char] = pattern
+        return pattern
+
+    def match(self, message: str) -> str | None:
+        """The first token's terminal name, or None where the lexer would fail there."""
+        if not message:
+            return None
+        head = message[0]
+        scanner = self.by_char[head] if head in self.by_char else self._scanner(head)
+        if scanner is None:
+            return None
+        m = scanner.match(message)
+        if m is None:
+            return None
+        name = m.lastgroup
+        assert name is not None
+        retype = self.callback.get(name)
+        if retype is not None:
+            name = str(retype(Token(name, m.group(0))).type)
+        return name
 
 
 class FastPath:
@@ -609,58 +724,56 @@ class FastPath:
         self.compiler, self.derivation = derive(lark)
         self.verify = verify
         self.families = list(self.derivation.families)
-        # Dispatch on the message's first character: a family is tried only on messages its
-        # first terminal can start with (order within a bucket adapts to use).
-        self.by_char: dict[str, list[Family]] = {}
-        self.non_ascii: list[Family] = []
+        self.opening = _Opening(self.compiler, self.compiler.parse_table.start_states[START])
+        # Dispatch on the first token: only the branches that begin with it are tried (their
+        # order adapts to use).
+        self.by_first: dict[str, list[Branch]] = {}
         for fam in self.families:
-            first = _NONE
-            for seq in fam.terminal_sequences:
-                if seq:
-                    first = first | self.compiler.first(seq[0])
-            for code in sorted(first.ascii):
-                self.by_char.setdefault(chr(code), []).append(fam)
-            if first.other:
-                self.non_ascii.append(fam)
-        self.learned: dict[str, tuple[re.Pattern[str], Sequence]] = {}
+            for first, branch in fam.branches.items():
+                self.by_first.setdefault(first, []).append(branch)
+        #: shape key -> (regex, sequence, first terminal)
+        self.learned: dict[str, tuple[re.Pattern[str], Sequence, str]] = {}
         self.rejected: set[str] = set()
         self.stats = {"tier1": 0, "tier2": 0, "lark": 0, "rejected": 0, "retired": 0}
 
     def parse(self, message: str) -> Body | None:
-        # Tier 1, families in order of use (a hit moves its family one place forward).
-        head = message[:1]
-        families = self.by_char.get(head, self.non_ascii if head > "\x7f" else _EMPTY)
-        for pos, fam in enumerate(families):
-            kw = fam.keyword
-            if kw is not None and kw not in message:
-                continue
-            pattern = fam.pattern
-            if pattern is None:
-                if not self._compile(fam):
+        first = self.opening.match(message)
+        if first is not None:
+            # Tier 1, branches in order of use (a hit moves its branch one place forward).
+            branches = self.by_first.get(first, _EMPTY)
+            for pos, br in enumerate(branches):
+                kw = br.keyword
+                if kw is not None and kw not in message:
                     continue
-                pattern = fam.pattern
-                assert pattern is not None
-            m = pattern.match(message)
-            if m is None:
-                continue
-            body = self._run(fam.by_marker[m.lastgroup], m, message)  # type: ignore[index]
-            if body is MISS:
-                break
-            fam.hits += 1
-            if pos and fam.hits > families[pos - 1].hits:
-                families[pos - 1], families[pos] = fam, families[pos - 1]
-            self.stats["tier1"] += 1
-            return body  # type: ignore[return-value]
-        # Tier 2: a sequence learned from an earlier line of the same shape.
-        key = shape_key(message)
-        entry = self.learned.get(key)
-        if entry is not None:
-            m = entry[0].match(message)
-            if m is not None:
-                body = self._run(entry[1], m, message)
-                if body is not MISS:
-                    self.stats["tier2"] += 1
-                    return body  # type: ignore[return-value]
+                pattern = br.pattern
+                if pattern is None:
+                    if not self._compile(br):
+                        continue
+                    pattern = br.pattern
+                    assert pattern is not None
+                m = pattern.match(message)
+                if m is None:
+                    continue
+                body = self._run(br.by_marker[m.lastgroup], m, message)  # type: ignore[index]
+                if body is MISS:
+                    break
+                br.hits += 1
+                if pos and br.hits > branches[pos - 1].hits:
+                    branches[pos - 1], branches[pos] = br, branches[pos - 1]
+                self.stats["tier1"] += 1
+                return body  # type: ignore[return-value]
+            # Tier 2: a sequence learned from an earlier line of the same shape.
+            key = shape_key(message)
+            entry = self.learned.get(key)
+            if entry is not None and entry[2] == first:
+                m = entry[0].match(message)
+                if m is not None:
+                    body = self._run(entry[1], m, message)
+                    if body is not MISS:
+                        self.stats["tier2"] += 1
+                        return body  # type: ignore[return-value]
+        else:
+            key = shape_key(message)
         rkey = reject_key(message)
         if rkey in self.rejected:
             self.stats["rejected"] += 1
@@ -672,20 +785,24 @@ class FastPath:
             if len(self.rejected) >= MAX_LEARNED:
                 self.rejected.clear()
             self.rejected.add(rkey)
-        else:
-            self._learn(key, message, lark_body)
+        elif first is not None:
+            self._learn(key, first, message, lark_body)
         return lark_body
 
-    def _compile(self, fam: Family) -> bool:
-        if not fam.ensure(self.compiler):
+    def _compile(self, branch: Branch) -> bool:
+        if not branch.ensure(self.compiler):
             return False
-        for seq in fam.by_marker.values():
+        for seq in branch.by_marker.values():
             seq.verify_left = self.verify
         return True
 
     def compile_all(self) -> list[Family]:
         """Compile every family now (tests, the benchmark); returns those that compiled."""
-        return [fam for fam in self.derivation.families if self._compile(fam)]
+        out = []
+        for fam in self.derivation.families:
+            if any([self._compile(b) for b in fam.branches.values()]):
+                out.append(fam)
+        return out
 
     def _run(self, seq: Sequence, m: re.Match[str], message: str) -> Body | _Miss:
         try:
@@ -708,13 +825,15 @@ class FastPath:
             return None
         return body if isinstance(body, Body) else None
 
-    def _learn(self, key: str, message: str, expected: Body) -> None:
+    def _learn(self, key: str, first: str, message: str, expected: Body) -> None:
         """Compile the terminal sequence Lark's lexer produced for ``message``."""
         try:
             ip = self.lark.parse_interactive(message, start=START)
             names = tuple(tok.type for tok in ip.exhaust_lexer())
+            if not names or names[0] != first:
+                return
             pieces, tree = self.compiler.compile(names)
-            pattern, by_marker, _kind = _join({"s": (names, pieces, tree)})
+            pattern, by_marker, _kind = _join({"s": (names, _opened(pieces), tree)})
         except (LarkError, Underivable, re.error):
             return
         seq = by_marker["s"]
@@ -728,7 +847,7 @@ class FastPath:
         if len(self.learned) >= MAX_LEARNED:
             self.learned.clear()
         seq.verify_left = 0
-        self.learned[key] = (pattern, seq)
+        self.learned[key] = (pattern, seq, first)
 
     def describe(self) -> list[tuple[str, str | None, int]]:
         """(kind, keyword, sequences) per compiled family, for tests and the benchmark."""

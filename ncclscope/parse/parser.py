@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lark.exceptions import LarkError
 
@@ -29,7 +29,7 @@ from ncclscope.parse.reader import (
     iter_lines,
     open_input,
 )
-from ncclscope.parse.transform import Body
+from ncclscope.parse.transform import Body, record_maker
 
 if TYPE_CHECKING:
     from ncclscope.parse.fast import FastPath
@@ -80,11 +80,13 @@ class SourceStats:
         return self.shapes.most_common(n)
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
+class _Part(NamedTuple):  # a tuple: built once per NCCL line, cheaper than a dataclass
     envelope: str
     level: Level
     message: str
+
+
+_LEVELS = {level.value: level for level in Level}
 
 
 class LineParser:
@@ -123,7 +125,8 @@ class LineParser:
         parts: list[_Part] = []
         env_start = 0
         for i, marker in enumerate(found):
-            level = Level(marker.group(1))
+            word = marker.group(1)
+            level = _LEVELS.get(word) or Level(word)
             if i + 1 < len(found):
                 nxt = found[i + 1]
                 gap = text[marker.end() : nxt.start()]
@@ -274,6 +277,12 @@ class LineParser:
         message = part.message.strip()
         body = self.parse_message(message)
         if body is not None:
+            make = record_maker(body.cls)
+            if make is not None:
+                try:
+                    return make(source, number, text, part.level, env, body.fields)
+                except KeyError:
+                    pass  # a field the class lacks, or one missing: the class says which below
             try:
                 return body.cls(
                     source=source, line=number, text=text, level=part.level, **env, **body.fields

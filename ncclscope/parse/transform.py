@@ -92,17 +92,34 @@ def convert_token(tok: Token) -> Any:
 # --- coercion of a field value to its annotation -------------------------------------------------
 
 
+def _keep(v: Any) -> Any:
+    return v
+
+
+def as_int(v: Any) -> int:
+    return v if isinstance(v, int) else int(v)
+
+
+def as_float(v: Any) -> float:
+    return float(v)
+
+
+def as_str(v: Any) -> str:
+    return v if isinstance(v, str) else str(v)
+
+
 def _coercer(tp: Any) -> tuple[bool, Callable[[Any], Any]]:
-    """(is_tuple, convert-one-element) for an annotation."""
+    """(is_tuple, convert-one-element) for an annotation. The plain converters are named
+    functions so that generated builders can tell when one cannot change a value."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(args) == 1:
             return _coercer(args[0])
-        return False, lambda v: v
+        return False, _keep
     if origin is tuple:
         elems = typing.get_args(tp)
-        _, one = _coercer(elems[0]) if elems else (False, lambda v: v)
+        _, one = _coercer(elems[0]) if elems else (False, _keep)
         return True, one
     if isinstance(tp, type):
         if issubclass(tp, bool):
@@ -111,12 +128,17 @@ def _coercer(tp: Any) -> tuple[bool, Callable[[Any], Any]]:
             enum_cls = tp
             return False, lambda v: v if isinstance(v, enum_cls) else enum_cls(v)
         if issubclass(tp, int):
-            return False, lambda v: v if isinstance(v, int) else int(v)
+            return False, as_int
         if issubclass(tp, float):
-            return False, lambda v: float(v)
+            return False, as_float
         if issubclass(tp, str):
-            return False, lambda v: v if isinstance(v, str) else str(v)
-    return False, lambda v: v
+            return False, as_str
+    return False, _keep
+
+
+#: converter -> the coercers that return its results unchanged (same object): a generated
+#: builder may leave those calls out
+IDENTITY_AFTER: dict[Callable[[str], Any] | None, frozenset[Callable[[Any], Any]]] = {}
 
 
 _SPECS: dict[type, dict[str, tuple[bool, Callable[[Any], Any]]]] = {}
@@ -243,3 +265,72 @@ class RecordBuilder(Transformer[Token, Any]):
         if len(values) == 1:
             return Field(field, values[0])
         return Field(field, values)
+
+
+IDENTITY_AFTER.update(
+    {
+        None: frozenset({as_str, _keep}),
+        normalise_bus_id: frozenset({as_str, _keep}),
+        int: frozenset({as_int, _keep}),
+        _hex: frozenset({as_int, _keep}),
+        float: frozenset({as_float, _keep}),
+    }
+)
+
+
+# --- records from a body and an envelope ---------------------------------------------------------
+
+_SIMPLE: dict[type, Callable[..., Record] | None] = {}
+
+
+def record_maker(cls: type[Record]) -> Callable[..., Record] | None:
+    """A constructor ``make(source, line, text, level, env, fields)`` equal to
+    ``cls(source=…, line=…, text=…, level=…, **env, **fields)`` that sets the slots directly:
+    keyword binding and ``object.__setattr__`` per field cost several microseconds a record.
+
+    It raises KeyError where the dataclass would raise TypeError (an unknown or missing field):
+    the caller then calls the class itself for the real error. None for a class it cannot
+    reproduce (``__post_init__``, default factories, no slots).
+    """
+    if cls in _SIMPLE:
+        return _SIMPLE[cls]
+    make: Callable[..., Record] | None = None
+    flds = dataclasses.fields(cls)
+    plain = (
+        "__slots__" in cls.__dict__
+        and not hasattr(cls, "__post_init__")
+        and all(f.default_factory is dataclasses.MISSING and f.init for f in flds)
+    )
+    if plain:
+        env_names = [f.name for f in flds if f.name in _ENVELOPE_FIELDS]
+        own = [f.name for f in flds if f.name not in _ENVELOPE_FIELDS]
+        given = ("source", "line", "text", "level")
+        g: dict[str, Any] = {
+            "_new": object.__new__,
+            "_cls": cls,
+            "_env_ok": frozenset(env_names) - frozenset(given),
+            "_own": frozenset(own),
+        }
+        lines = [
+            "def make(source, line, text, level, env, fields):",
+            "    if not (env.keys() <= _env_ok and fields.keys() <= _own):",
+            "        raise KeyError('field')",
+            "    o = _new(_cls)",
+        ]
+        for i, f in enumerate(flds):
+            g[f"_s{i}"] = getattr(cls, f.name).__set__
+            g[f"_d{i}"] = f.default
+            if f.name in given:
+                value = f.name
+            elif f.name in _ENVELOPE_FIELDS:
+                value = f"env.get({f.name!r}, _d{i})"
+            elif f.default is dataclasses.MISSING:
+                value = f"fields[{f.name!r}]"
+            else:
+                value = f"fields.get({f.name!r}, _d{i})"
+            lines.append(f"    _s{i}(o, {value})")
+        lines.append("    return o")
+        exec(compile("\n".join(lines) + "\n", f"<make:{cls.__name__}>", "exec"), g)
+        make = g["make"]
+    _SIMPLE[cls] = make
+    return make

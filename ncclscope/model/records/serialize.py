@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
@@ -60,24 +61,57 @@ def part_to_dict(part: Part) -> dict[str, Any]:
 
 def own_fields_to_dict(rec: Record) -> dict[str, Any]:
     """Only the kind's own fields (no envelope), as JSON-ready data."""
-    return {name: plain(getattr(rec, name)) for name in _own_fields(type(rec))}
+    return _converters(type(rec))[1](rec)
 
 
 def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
     """One record as the jsonl contract's object. ``text`` (the line as read) is included when
     asked for, and always for ``unrecognized`` records."""
-    out: dict[str, Any] = {"source": rec.source, "line": rec.line, "kind": rec.KIND}
+    return _converters(type(rec))[0](rec, with_text)
+
+
+_Converters = tuple[Callable[[Record, bool], dict[str, Any]], Callable[[Record], dict[str, Any]]]
+_CONVERTERS: dict[type, _Converters] = {}
+#: values ``plain`` returns unchanged, tested by exact class (an IntEnum is not an int here)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _converters(cls: type) -> _Converters:
+    """Per record class, generated straight-line code for the two dicts above: a loop over
+    field names with getattr costs several times more per record, and jsonl output and Parquet
+    export pay it for every line."""
+    conv = _CONVERTERS.get(cls)
+    if conv is not None:
+        return conv
+
+    def value(name: str, indent: str) -> list[str]:
+        return [
+            f"{indent}v = rec.{name}",
+            f"{indent}out[{name!r}] = v if v.__class__ in _S else _plain(v)",
+        ]
+
+    full = ["def full(rec, with_text):", "    out = {'source': rec.source, 'line': rec.line}"]
+    full.append("    out['kind'] = rec.KIND")
     for name in _ALWAYS:
-        out[name] = plain(getattr(rec, name))
+        full += value(name, "    ")
     for name in _WHEN_PRESENT:
-        value = getattr(rec, name)
-        if value is not None:
-            out[name] = value
-    for name in _own_fields(type(rec)):
-        out[name] = plain(getattr(rec, name))
-    if with_text or rec.KIND == "unrecognized":
-        out["text"] = rec.text
-    return out
+        full += [f"    v = rec.{name}", "    if v is not None:", f"        out[{name!r}] = v"]
+    own = ["def own(rec):", "    out = {}"]
+    for name in _own_fields(cls):
+        full += value(name, "    ")
+        own += value(name, "    ")
+    full += [
+        "    if with_text or rec.KIND == 'unrecognized':",
+        "        out['text'] = rec.text",
+        "    return out",
+    ]
+    own.append("    return out")
+    env: dict[str, Any] = {"_S": _SCALARS, "_plain": plain}
+    src = "\n".join(full) + "\n" + "\n".join(own) + "\n"
+    exec(compile(src, f"<serialize:{cls.__name__}>", "exec"), env)  # field names are identifiers
+    conv = (env["full"], env["own"])
+    _CONVERTERS[cls] = conv
+    return conv
 
 
 # JSON allows these raw inside strings, but consumers that split lines with str.splitlines() (or
@@ -85,6 +119,15 @@ def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
 _LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False
+)  # what json.dumps(ensure_ascii=False) builds per call
+
+
 def jsonl_line(obj: dict[str, Any]) -> str:
     """One jsonl line (no newline): UTF-8 text kept readable, Unicode line breakers escaped."""
-    return json.dumps(obj, ensure_ascii=False).translate(_LINE_BREAKERS)
+    text = _ENCODER.encode(obj)
+    # translate() looks every character up in the table: only pay for it when one is there.
+    if "\u2028" in text or "\u2029" in text or "\x85" in text:
+        return text.translate(_LINE_BREAKERS)
+    return text

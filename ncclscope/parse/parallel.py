@@ -1,0 +1,323 @@
+"""Parsing on several processes, with the records of one process, in its order.
+
+A large plain-text file is cut into byte ranges that start just after a newline; other inputs
+(compressed files, small files) are one task each. Worker processes parse the tasks and hand back
+either records or their jsonl text; results come back in task order, so the output equals that of
+``parse_path`` over the inputs one after another, line numbers and statistics included.
+
+A range is read by the same ``iter_lines`` as a whole file, so only a range whose first bytes
+the reader would take the way it takes the middle of the file (no byte-order mark, not
+binary-looking, newline-separated) starts a new task; otherwise it stays with the range before.
+Line numbers continue across ranges: the newlines before each range are counted up front (a C
+scan of the bytes, far cheaper than parsing them).
+
+With the ``fork`` start method the workers inherit the parent's parser already warmed up on a
+sample of the input (grammar loaded, fast-path regexes compiled, shapes learned), so each worker
+does not pay that start-up again.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import multiprocessing
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from ncclscope.model.records.base import Record
+from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
+from ncclscope.parse.parser import LineParser, SourceStats, parse_lines, parse_path
+from ncclscope.parse.reader import STDIN, Damage, Line, detect_compression, iter_lines
+
+#: a file smaller than this is one task: starting a range costs more than it saves
+MIN_SPLIT_BYTES = 2 * MiB
+#: the largest range: bounds what one result holds in memory on its way back
+MAX_RANGE_BYTES = 16 * MiB
+#: lines of the input the parent parses before starting the workers (see the module doc)
+WARM_LINES = 4000
+_SCAN = 16 * MiB
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_COUNTERS = ("lines", "nccl_lines", "typed", "unrecognized", "noise", "spliced", "records")
+_DAMAGE_COUNTERS = (
+    "lines_cut",
+    "bytes_cut",
+    "lines_parse_cut",
+    "invalid_utf8_lines",
+    "nul_bytes",
+    "control_chars",
+    "ansi_sequences",
+    "cr_lines",
+    "lines_respaced",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One unit of work: a whole input (``end`` None) or the bytes ``[start, end)`` of a plain
+    file, whose first line is line ``first_line + 1``."""
+
+    path: str
+    source: str
+    start: int = 0
+    end: int | None = None
+    first_line: int = 0
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+def _clean_start(head: bytes, limits: Limits) -> bool:
+    """Whether the reader takes text starting with ``head`` as it takes the middle of a file."""
+    if head.startswith(_BOMS) or detect_compression(head) is not None:
+        return False
+    damage = Damage()
+    for _ in iter_lines(io.BytesIO(head), "", damage, limits):
+        pass
+    # lone-CR separators, UTF-16 and read errors leave a note; binary sets the flag
+    return not (damage.binary or damage.notes)
+
+
+def _next_line_start(f: BinaryIO, pos: int, size: int) -> int:
+    """The offset just after the first newline at or after ``pos`` (``size`` if none)."""
+    f.seek(pos)
+    while pos < size:
+        block = f.read(64 * 1024)
+        if not block:
+            return size
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1
+        pos += len(block)
+    return size
+
+
+def _count_newlines(f: BinaryIO, cuts: list[int]) -> list[int]:
+    """Newlines before each offset of ``cuts`` (ascending)."""
+    f.seek(0)
+    out: list[int] = []
+    pos = 0
+    count = 0
+    for cut in cuts:
+        while pos < cut:
+            block = f.read(min(_SCAN, cut - pos))
+            if not block:
+                break
+            count += block.count(b"\n")
+            pos += len(block)
+        out.append(count)
+    return out
+
+
+def split_file(path: str, parts: int, limits: Limits = DEFAULT_LIMITS) -> list[Task] | None:
+    """Byte ranges of a plain file, or None where it must be read whole (compressed, binary,
+    not newline-separated, not a regular file, too small to be worth it)."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < MIN_SPLIT_BYTES or parts < 2:
+            return None
+        size = st.st_size
+        with open(path, "rb") as f:
+            if not _clean_start(f.read(limits.sniff_bytes), limits):
+                return None
+            n = max(parts, -(-size // MAX_RANGE_BYTES))
+            starts = [0]
+            for i in range(1, n):
+                cut = _next_line_start(f, max(size * i // n, starts[-1]), size)
+                if cut >= size or cut <= starts[-1]:
+                    continue
+                f.seek(cut)
+                if _clean_start(f.read(limits.sniff_bytes), limits):
+                    starts.append(cut)
+            if len(starts) < 2:
+                return None
+            lines = _count_newlines(f, starts)
+    except OSError:
+        return None  # the worker reports it, as parse_path does
+    ends: list[int | None] = [*starts[1:], None]
+    return [Task(path, path, s, e, first) for s, e, first in zip(starts, ends, lines, strict=True)]
+
+
+def plan(paths: Iterable[str], workers: int, limits: Limits = DEFAULT_LIMITS) -> list[Task]:
+    """The tasks for ``paths`` in output order: large plain files in ranges, others whole."""
+    tasks: list[Task] = []
+    for path in paths:
+        ranges = split_file(path, workers, limits) if workers > 1 else None
+        tasks.extend(ranges or [Task(path, path)])
+    return tasks
+
+
+# -- workers ---------------------------------------------------------------------------------------
+
+_PARSER: LineParser | None = None
+
+
+def _parser(limits: Limits) -> LineParser:
+    global _PARSER
+    if _PARSER is None or _PARSER.limits != limits:
+        _PARSER = LineParser(limits=limits)
+    return _PARSER
+
+
+class _Window(io.RawIOBase):
+    """``length`` bytes of a file from its current position."""
+
+    def __init__(self, inner: BinaryIO, length: int | None) -> None:
+        self.inner = inner
+        self.left = length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer)
+        if self.left is not None:
+            view = view[: self.left]
+        if not len(view):
+            return 0
+        data = self.inner.read(len(view))
+        view[: len(data)] = data
+        if self.left is not None:
+            self.left -= len(data)
+        return len(data)
+
+
+def _task_records(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Record]:
+    lp = _parser(limits)
+    if task.start == 0 and task.end is None:
+        yield from parse_path(task.path, stats=stats, parser=lp, source=task.source, limits=limits)
+        return
+    offset = task.first_line
+    length = None if task.end is None else task.end - task.start
+    with open(task.path, "rb") as f:
+        f.seek(task.start)
+        stream = io.BufferedReader(_Window(f, length), buffer_size=1 * MiB)
+        lines = iter_lines(stream, task.source, stats.damaged, limits)
+        numbered = (Line(ln.number + offset, ln.text, ln.cut) for ln in lines)
+        yield from parse_lines(numbered, task.source, stats, lp)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    task: Task
+    limits: Limits
+    #: None: hand back records; else the jsonl options (kinds wanted, with text)
+    jsonl: tuple[frozenset[str], bool] | None
+
+
+def _run(job: _Job) -> tuple[Any, SourceStats]:
+    stats = SourceStats(job.task.source)
+    records = _task_records(job.task, stats, job.limits)
+    if job.jsonl is None:
+        return list(records), stats
+    from ncclscope.model.records.serialize import jsonl_line, record_to_dict
+
+    kinds, with_text = job.jsonl
+    out = [
+        jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
+        for rec in records
+        if not kinds or rec.KIND in kinds
+    ]
+    return "".join(out), stats
+
+
+# -- the parent ------------------------------------------------------------------------------------
+
+
+def merge_stats(into: SourceStats, part: SourceStats) -> None:
+    """Add the accounting of a later range of the same input."""
+    for name in _COUNTERS:
+        setattr(into, name, getattr(into, name) + getattr(part, name))
+    into.shapes.update(part.shapes)
+    into.error = into.error or part.error
+    dmg, more = into.damaged, part.damaged
+    for name in _DAMAGE_COUNTERS:
+        setattr(dmg, name, getattr(dmg, name) + getattr(more, name))
+    dmg.binary = dmg.binary or more.binary
+    dmg.notes.extend(more.notes)
+
+
+def _warm(tasks: list[Task], limits: Limits) -> None:
+    """Parse the first lines of each input once in this process (results dropped), so forked
+    workers start with what those lines compiled and learned."""
+    lp = _parser(limits)
+    seen: set[str] = set()
+    for task in tasks:
+        if task.path in seen or task.path == STDIN:
+            continue
+        seen.add(task.path)
+        stats = SourceStats(task.source)
+        try:
+            for n, _ in enumerate(parse_path(task.path, stats=stats, parser=lp, limits=limits)):
+                if n >= WARM_LINES:
+                    break
+        except Exception:  # the worker meets the same input and reports it properly
+            continue
+
+
+def _results(
+    paths: Iterable[str],
+    workers: int,
+    limits: Limits,
+    jsonl: tuple[frozenset[str], bool] | None,
+    stats_out: list[SourceStats],
+) -> Iterator[Any]:
+    names = list(paths)
+    n = workers or default_workers()
+    tasks = plan(names, n, limits)
+    if n < 2 or len(tasks) < 2 or STDIN in names:
+        # Nothing to share out: the same work in this process.
+        for task in tasks:
+            payload, st = _run(_Job(task, limits, jsonl))
+            stats_out.append(st)
+            yield payload
+        return
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    if ctx.get_start_method() == "fork":
+        _warm(tasks, limits)
+    by_source: dict[tuple[str, str], SourceStats] = {}
+    with ctx.Pool(min(n, len(tasks))) as pool:
+        for task, (payload, st) in zip(
+            tasks, pool.imap(_run, [_Job(t, limits, jsonl) for t in tasks]), strict=True
+        ):
+            key = (task.path, task.source)
+            if task.start > 0 and key in by_source:
+                merge_stats(by_source[key], st)
+            else:
+                by_source[key] = st
+                stats_out.append(st)
+            yield payload
+
+
+def parse_paths(
+    paths: Iterable[str],
+    workers: int = 0,
+    limits: Limits = DEFAULT_LIMITS,
+    stats_out: list[SourceStats] | None = None,
+) -> Iterator[Record]:
+    """The records of ``paths``, as ``parse_path`` over each in turn gives them, parsed by
+    ``workers`` processes (0: one per CPU). Statistics, one per input, go to ``stats_out``."""
+    out = stats_out if stats_out is not None else []
+    for chunk in _results(paths, workers, limits, None, out):
+        yield from chunk
+
+
+def parse_paths_jsonl(
+    paths: Iterable[str],
+    workers: int = 0,
+    kinds: Iterable[str] = (),
+    with_text: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+    stats_out: list[SourceStats] | None = None,
+) -> Iterator[str]:
+    """The ``parse`` command's jsonl text for ``paths``, in chunks of whole lines; the workers
+    serialise, so records never cross between processes."""
+    out = stats_out if stats_out is not None else []
+    yield from _results(paths, workers, limits, (frozenset(kinds), with_text), out)
