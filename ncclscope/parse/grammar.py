@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lark import Lark
 from lark.grammar import NonTerminal, Terminal
@@ -69,11 +71,66 @@ def _cache_path() -> str | bool:
     return str(directory / f"grammar-{lark.__version__}-{digest}.lark-cache")
 
 
+def _memoise_lark_literal_checks() -> None:
+    """Make Lark's per-state lexer set-up cheap for a grammar of this size.
+
+    For each parser state, Lark's contextual lexer asks which literal terminals each regex
+    terminal also matches (``lark.lexer._create_unless``), by ``re.match(regexp, literal)`` for
+    every pair. With hundreds of terminals the ``re`` module's 512-entry pattern cache thrashes,
+    and each state took ~20 ms of recompiling: most of a short log's run time. The answer only
+    depends on (regexp, literal, flags), so it is memoised once per process. Lark stays the
+    parser; only a pure function is cached.
+    """
+    import lark.lexer as lark_lexer
+
+    original = getattr(lark_lexer, "_get_match", None)
+    if original is None or getattr(original, "_ncclscope_memo", False):
+        return
+    memo: dict[tuple[str, str, int], str | None] = {}
+
+    def _get_match(re_: object, regexp: str, s: str, flags: int) -> str | None:
+        key = (regexp, s, flags)
+        try:
+            return memo[key]
+        except KeyError:
+            result: str | None = original(re_, regexp, s, flags)
+            memo[key] = result
+            return result
+
+    _get_match._ncclscope_memo = True  # type: ignore[attr-defined]
+    lark_lexer._get_match = _get_match
+
+
+def _quiet_lexer_errors(parser: Lark) -> None:
+    """Stop a failed parse from building Lark's root lexer.
+
+    When the contextual lexer cannot lex a character, Lark retries with a lexer over *every*
+    terminal only to word its error message better, and builds that lexer on first use: for this
+    grammar, seconds of regex compilation, paid by the first unknown line of every run. A failed
+    parse is an ``unrecognized`` record here, never a message shown to anyone, so the first
+    error is raised as it is.
+    """
+    lexer = parser.parser.lexer
+    lexers = getattr(lexer, "lexers", None)
+    if lexers is None:
+        return
+
+    def lex(lexer_state: Any, parser_state: Any) -> Iterator[Any]:
+        try:
+            while True:
+                yield lexers[parser_state.position].next_token(lexer_state, parser_state)
+        except EOFError:
+            pass
+
+    lexer.lex = lex
+
+
 @functools.cache
 def lark_parser(with_transformer: bool = True) -> Lark:
     """The LALR parser. With the transformer, parses return record bodies; without it, trees
     (for tests and the grammar tooling)."""
-    return Lark(
+    _memoise_lark_literal_checks()
+    parser = Lark(
         grammar_text(),
         parser="lalr",
         # The contextual lexer only tries the terminals the parser can accept next, which is what
@@ -88,6 +145,8 @@ def lark_parser(with_transformer: bool = True) -> Lark:
         # a temp file keyed by the grammar text and options, so later runs start in a fraction.
         cache=_cache_path(),
     )
+    _quiet_lexer_errors(parser)
+    return parser
 
 
 @dataclass(frozen=True)
