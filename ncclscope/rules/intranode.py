@@ -884,13 +884,36 @@ def _check_nvls_failed(job: Job) -> Iterator[Finding]:
     )
 
 
+# NVML's GPU fabric health mask (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*): (shift, width, name).
+# In the first four fields 0 is "not supported", 1 "true" (the fault is present), 2 "false".
+_FABRIC_FLAGS = (
+    (0, 0x3, "degraded bandwidth"),
+    (2, 0x3, "route recovery in progress"),
+    (4, 0x3, "route unhealthy"),
+    (6, 0x3, "access timeout recovery in progress"),
+)
+# The configuration field: 0 not supported, 1 none, 2.. an incorrect configuration.
+_FABRIC_CONFIG = (8, 0xF)
+
+
+def _fabric_faults(mask: int) -> list[str]:
+    """The faults a fabric health mask reports. ``0x80`` (access timeout recovery: false) and
+    ``0xaa`` are healthy: every field says "false", not "true"."""
+    faults = [name for shift, width, name in _FABRIC_FLAGS if (mask >> shift) & width == 1]
+    shift, width = _FABRIC_CONFIG
+    if (mask >> shift) & width >= 2:
+        faults.append(f"incorrect configuration ({(mask >> shift) & width})")
+    return faults
+
+
 def _check_mnnvl(job: Job) -> Iterator[Finding]:
     """
     What it detects
         Multi-node NVLink (MNNVL, GB200 NVL72 and similar) not working: the WARN ``MNNVL
         (cliqueSize N) is available but not working on this system. Check the IMEX …``, ``MNNVL
         is not supported on this system``, and GPU fabric state lines whose registration is not
-        complete (``MNNVL busId … state 1|2``) or whose health mask is not zero.
+        complete (``MNNVL busId … state 1|2``) or whose health mask reports a fault (a field
+        set to NVML's "true", or an incorrect configuration; "false" fields are healthy).
 
     Why it matters
         Without MNNVL, ranks of one NVLink domain on different trays talk over the network
@@ -906,7 +929,7 @@ def _check_mnnvl(job: Job) -> Iterator[Finding]:
         state with ``nvidia-smi -q``; ``NCCL_MNNVL_ENABLE=0`` disables MNNVL to proceed without it.
     """
     bad = list(job.of(MnnvlUnavailable))
-    fabric = [r for r in job.of(MnnvlFabric) if r.state in (1, 2) or r.health_mask != 0]
+    fabric = [r for r in job.of(MnnvlFabric) if r.state in (1, 2) or _fabric_faults(r.health_mask)]
     if bad:
         hosts = sorted({_host(r) for r in bad})
         yield MNNVL.finding(
@@ -916,7 +939,13 @@ def _check_mnnvl(job: Job) -> Iterator[Finding]:
             rank_of=views(job).rank_of,
         )
     if fabric:
-        states = sorted({f"state {r.state} healthMask 0x{r.health_mask:x}" for r in fabric})
+        states = sorted(
+            {
+                f"state {r.state} healthMask 0x{r.health_mask:x}"
+                + (f" = {', '.join(faults)}" if (faults := _fabric_faults(r.health_mask)) else "")
+                for r in fabric
+            }
+        )
         yield MNNVL.finding(
             f"GPU fabric registration is incomplete or unhealthy on {len(fabric)} GPU(s) "
             f"({', '.join(states)}): the NVLink fabric is not ready.",

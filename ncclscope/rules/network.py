@@ -9,7 +9,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from ncclscope.model.enums import Transport
+from ncclscope.model.enums import Level, NcclResult, Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.foreign import LibfabricLog, OfiLog
@@ -27,6 +27,7 @@ from ncclscope.model.records.net import (
     LibraryOpenFailed,
     NetInterface,
     NetPluginError,
+    NetPluginMessage,
     NetPluginProviderNotFound,
     NetworkNotFound,
     NoInterfaceFound,
@@ -105,6 +106,19 @@ def _multi_node(job: Job) -> tuple[bool, list[Record], str]:
     if view.nnodes is not None and view.nnodes > 1:
         return True, [], f"ranks on {view.nnodes} hosts"
     return False, [], ""
+
+
+def _lo_by_default(job: Job) -> bool:
+    """Whether loopback was NCCL's own last-resort pick on a log that shows one host only.
+
+    Unless NCCL_SOCKET_IFNAME names it, NCCL takes lo only when no other interface is up, so that
+    host cannot reach another one anyway and its ranks all share it: lo is then harmless. A user
+    who forces lo may mean a multi-node job, which an excerpt of one host would hide."""
+    if len(job.hosts) > 1:
+        return False
+    return not any(
+        "lo" in r.value.lstrip("^=").split(",") for r in _setting(job, "NCCL_SOCKET_IFNAME")
+    )
 
 
 def _transport_off(job: Job, name: str) -> bool:
@@ -679,7 +693,9 @@ def _check_plugin_provider(job: Job) -> Iterator[Finding]:
     What it detects
         An external network plugin that found no usable fabric or reported a failure:
         aws-ofi-nccl's ``NET/OFI No eligible providers were found``, ``Couldn't find any
-        optimal provider``, ``NET/OFI OFI NCCL failure: N``, and the other plugins' equivalents.
+        optimal provider``, ``NET/OFI OFI NCCL failure: N``, and the other plugins' equivalents;
+        failing that, any WARN the plugin printed through NCCL's logger (``NET/OFI Couldn't open
+        AV. RC: -22, ERROR: Invalid argument``), an error when its thread returned a failure.
 
     Why it matters
         The plugin cannot open the fabric (EFA driver or device missing, libfabric too old, the
@@ -708,6 +724,7 @@ def _check_plugin_provider(job: Job) -> Iterator[Finding]:
     ]
     recs: list[Record] = [*found, *failures, *own, *fabric]
     if not recs:
+        yield from _plugin_warnings(job)
         return
     texts = sorted(
         {r.message for r in found}
@@ -725,6 +742,29 @@ def _check_plugin_provider(job: Job) -> Iterator[Finding]:
         f"Network plugin {', '.join(plugins)} found no usable fabric provider on "
         f"{max(1, len(_hosts(recs)))} host(s): {'; '.join(texts[:3])}.",
         _first_per_host(recs, limit=3) + recs[1:2],
+        rank_of=views(job).rank_of,
+    )
+
+
+def _plugin_warnings(job: Job) -> Iterator[Finding]:
+    """A plugin's own WARN through NCCL's logger (aws-ofi-nccl's ``NCCL_OFI_WARN``: ``NET/OFI
+    Couldn't open AV. RC: -22, ERROR: Invalid argument``): plugins print their failures at WARN
+    and their chatter at INFO. It is an error when the same thread then returned a failing
+    ncclResult (``-> 2``), a warning when the excerpt does not show what followed."""
+    warned = [r for r in job.of(NetPluginMessage) if r.level is Level.WARN]
+    if not warned:
+        return
+    failing = any(
+        chain.head in warned and chain.result not in (None, NcclResult.SUCCESS)
+        for chain in job.chains
+    )
+    plugins = sorted({r.plugin for r in warned})
+    texts = sorted({r.message for r in warned})
+    yield PLUGIN_PROVIDER.finding(
+        f"Network plugin {', '.join(plugins)} reported a failure on "
+        f"{max(1, len(_hosts(warned)))} host(s): {'; '.join(texts[:3])}.",
+        [*_first_per_host(warned, limit=3), *warned[1:2]],
+        severity=Severity.ERROR if failing else Severity.WARNING,
         rank_of=views(job).rank_of,
     )
 
@@ -843,7 +883,8 @@ def _check_bootstrap_interface(job: Job) -> Iterator[Finding]:
         needs a scope that differs per host, tunnels and Wi-Fi are slow or asymmetric: init
         hangs or fails with ``Connection refused``/``timed out`` on multi-node jobs. NCCL
         picks such interfaces because, unless ``NCCL_SOCKET_IFNAME`` is set, it only skips
-        ``docker*`` and ``lo``.
+        ``docker*`` and ``lo``. Loopback NCCL picked by itself (no NCCL_SOCKET_IFNAME) on a log
+        showing one host is only info: NCCL does so when no other interface is up.
 
     Evidence it needs
         ``Bootstrap : Using`` (INIT), ``NET/IB : Using … OOB`` and socket connect failures.
@@ -877,6 +918,8 @@ def _check_bootstrap_interface(job: Job) -> Iterator[Finding]:
         severity = Severity.WARNING
         if what == _LOOPBACK and multi:
             severity = Severity.ERROR
+        elif what == _LOOPBACK and _lo_by_default(job):
+            severity = Severity.INFO
         note = ""
         if what == _LOOPBACK:
             note = " Loopback cannot reach other hosts" + (
@@ -935,7 +978,8 @@ def _check_socket_interfaces(job: Job) -> Iterator[Finding]:
     Why it matters
         Data sent over a bridge, veth or tunnel does not leave the host, or takes a slow path;
         peers on other hosts cannot reach those addresses, so connections time out and the job
-        hangs at init or in its first collective.
+        hangs at init or in its first collective. Loopback NCCL picked by itself on a log
+        showing one host is info (see NET012).
 
     Evidence it needs
         ``NET/Socket : Using`` (INIT/NET) and ``via NET/Socket/N`` connection lines.
@@ -972,6 +1016,8 @@ def _check_socket_interfaces(job: Job) -> Iterator[Finding]:
         idle = all((r.host, r.pid) in chose_other for r in recs)
         carried = [(c, i) for c, i in used if classify(i) == what]
         severity = Severity.INFO if idle else Severity.WARNING
+        if what == _LOOPBACK and not multi and _lo_by_default(job):
+            severity = Severity.INFO
         if carried or (what == _LOOPBACK and multi and not idle):
             severity = Severity.ERROR
         detail = ""
@@ -1004,7 +1050,7 @@ def _check_interfaces_differ(job: Job) -> Iterator[Finding]:
         came first (a management port on one, the data network on another): bootstrap or
         socket connections then time out, or traffic crosses a slow routed path. Different
         /24s inside one /16 are common on routed data centre and Kubernetes networks and are
-        not reported.
+        not reported; differing names with every address in one /16 are only info.
 
     Evidence it needs
         ``Bootstrap : Using`` lines from two or more hosts.
@@ -1051,9 +1097,15 @@ def _check_interfaces_differ(job: Job) -> Iterator[Finding]:
         if key not in seen:
             seen.add(key)
             evidence.append(boot)
+    # Predictable NIC names carry the PCI slot (enp24s0, ibP257s464513), so hosts that reach the
+    # same network through differently named ports are common and harmless; only a name that
+    # differs with no address to show it is the same network stays a warning.
+    same_net = len(nets) == 1 and sum(len(h) for h in nets.values()) == len(first)
+    note = f"; all on {next(iter(nets))}" if same_net and "IPv6" not in nets else ""
     yield INTERFACES_DIFFER.finding(
-        f"Hosts bootstrap on different interfaces or networks ({'; '.join(problems)}).",
+        f"Hosts bootstrap on different interfaces or networks ({'; '.join(problems)}{note}).",
         evidence,
+        severity=Severity.INFO if same_net else Severity.WARNING,
         rank_of=views(job).rank_of,
     )
 
@@ -1204,7 +1256,7 @@ PLUGIN_PROVIDER = Rule(
     name="net-plugin-no-provider",
     category=Category.NET_PLUGIN,
     severity=Severity.ERROR,
-    reads=(NetPluginProviderNotFound, NetPluginError, OfiLog, LibfabricLog),
+    reads=(NetPluginProviderNotFound, NetPluginError, NetPluginMessage, OfiLog, LibfabricLog),
     remediation="Check the fabric on the host (fi_info -p efa, /dev/infiniband in the container, "
     "the EFA security group), FI_PROVIDER, and plugin/libfabric versions for the EFA driver.",
     check=_check_plugin_provider,
