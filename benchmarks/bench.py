@@ -81,6 +81,12 @@ ROWS: list[Row] = [
         {"NCCLSCOPE_ENGINE": "fast"},
         needs="diagnose",
     ),
+    Row(
+        "diagnose, fast engine, all workers",
+        [EXE, "diagnose", "--fail-on", "never", "--workers", "0", "{file}"],
+        {"NCCLSCOPE_ENGINE": "fast"},
+        needs="diagnose",
+    ),
 ]
 
 
@@ -269,8 +275,12 @@ def render(
         "",
         "The start-up row is the fixed cost of a process (imports, loading the grammar, compiling "
         "the fast path's regexes and the Lark scanners its first lines need); on inputs of a few "
-        "MB it is most of the time, so the rates above understate the marginal rate. "
-        "`parse --workers` splits plain files of 2 MB and more at line boundaries.",
+        "MB it is most of the time, so the rates above understate the marginal rate; compiled "
+        "regexes and generated code are kept in a per-user disk cache, so only a first run "
+        "compiles them. `parse --workers` and `diagnose --workers` split plain files of 2 MB "
+        "and more at line boundaries, in ranges of at most 4 MiB; on inputs this small the "
+        "workers' own start-up and the parent's share (writing, or unpickling and modelling "
+        "records) leave little to gain.",
         "",
     ]
     return "\n".join(out)

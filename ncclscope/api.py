@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ncclscope.engine import Diagnosis, Selection, run_rules
-from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records.base import Record
-from ncclscope.model.summary import summarise
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
+
+if TYPE_CHECKING:
+    # Imported where used: `parse` needs neither the model nor the rules (~0.1 s of start-up).
+    from ncclscope.engine import Diagnosis
+    from ncclscope.model.job import Job
 
 
 @dataclass
@@ -37,11 +40,22 @@ def parse(paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMI
 
 
 def build(
-    paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMITS
+    paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMITS, workers: int = 1
 ) -> tuple[Job, list[SourceStats]]:
-    """Parse inputs and group their records into one job model (streamed)."""
-    run = parse(paths, limits)
+    """Parse inputs and group their records into one job model (streamed). With ``workers``
+    other than 1 (0: one per CPU), the parsing runs on that many processes; the records, and
+    so the model, are the same."""
+    from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
+
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
+    if workers != 1:
+        from ncclscope.parse.parallel import parse_paths
+
+        stats: list[SourceStats] = []
+        for rec in parse_paths([os.fspath(p) for p in paths], workers, limits, stats):
+            builder.add(rec)
+        return builder.finish(), stats
+    run = parse(paths, limits)
     for rec in run.records():
         builder.add(rec)
     return builder.finish(), run.stats
@@ -52,8 +66,13 @@ def diagnose(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
+    workers: int = 1,
 ) -> Diagnosis:
-    """Parse, model and run the rules over the inputs of one job."""
-    job, stats = build(paths, limits)
+    """Parse, model and run the rules over the inputs of one job (parsing on ``workers``
+    processes, as for ``build``)."""
+    from ncclscope.engine import Diagnosis, Selection, run_rules
+    from ncclscope.model.summary import summarise
+
+    job, stats = build(paths, limits, workers)
     findings = run_rules(job, Selection(tuple(select), tuple(ignore)))
     return Diagnosis(stats=stats, job=job, summary=summarise(job), findings=findings)

@@ -221,6 +221,14 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Processes that parse (0: one per CPU); large files are split at line boundaries. "
+    "The report is the same as with one.",
+)
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
@@ -228,6 +236,7 @@ def diagnose(
     ignore: tuple[str, ...],
     fail_on: str,
     color: bool | None,
+    workers: int,
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
@@ -236,7 +245,7 @@ def diagnose(
     from ncclscope import api
     from ncclscope.rules.base import Severity
 
-    result = api.diagnose(paths, select=_split(select), ignore=_split(ignore))
+    result = api.diagnose(paths, select=_split(select), ignore=_split(ignore), workers=workers)
     _print_damage(result.stats)
     if fmt == "json":
         from ncclscope.report.json_report import diagnosis_to_dict

@@ -154,3 +154,15 @@ def test_cli_workers_output_identical(small_ranges: None, coll_log: Path) -> Non
     stats_one = runner.invoke(main, ["parse", "--stats", str(coll_log)])
     stats_two = runner.invoke(main, ["parse", "--stats", "--workers", "0", str(coll_log)])
     assert stats_two.stdout == stats_one.stdout
+
+
+def test_diagnose_workers_identical(small_ranges: None, coll_log: Path) -> None:
+    paths = [str(coll_log), str(FIXTURES[0])]
+    assert parallel.split_file(str(coll_log), 2) is not None  # the log really is split
+    runner = CliRunner()
+    one = runner.invoke(main, ["diagnose", "--format", "json", "--fail-on", "never", *paths])
+    two = runner.invoke(
+        main, ["diagnose", "--format", "json", "--fail-on", "never", "--workers", "2", *paths]
+    )
+    assert one.exit_code == two.exit_code == 0
+    assert two.stdout == one.stdout and '"findings"' in one.stdout

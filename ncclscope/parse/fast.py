@@ -47,8 +47,10 @@ from lark.lexer import PatternStr, _create_unless
 from lark.parse_tree_builder import ParseTreeBuilder
 from lark.parsers.lalr_parser_state import ParseConf, ParserState
 
+from ncclscope._diskcache import Table, compile_generated
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record
+from ncclscope.parse import regex_cache
 from ncclscope.parse.grammar import lark_parser
 from ncclscope.parse.transform import (
     IDENTITY_AFTER,
@@ -188,11 +190,28 @@ def _first(items: Iterable[Any], ignorecase: bool = False) -> tuple[_First, bool
     return acc, True
 
 
+_FIRST_TABLE = Table("first-chars", keep_unused=True, save_at_exit=True)
+_FIRST_MEMO: dict[str, _First] = {}
+
+
 def first_chars(regex: str) -> _First:
-    try:
-        return _first(sre_p.parse(regex))[0]
-    except Exception:  # an unreadable pattern: "may start with anything"
-        return _ALL
+    """What a match of ``regex`` can start with. Memoised, and kept on disk: start-up asks it
+    of every terminal of the grammar, and ``re``'s parser is pure Python."""
+    memo = _FIRST_MEMO.get(regex)
+    if memo is not None:
+        return memo
+    stored = _FIRST_TABLE.get(regex) if _FIRST_TABLE.enabled else None
+    if isinstance(stored, tuple) and len(stored) == 2:
+        found = _First(frozenset(stored[0]), bool(stored[1]))
+    else:
+        try:
+            found = _first(sre_p.parse(regex))[0]
+        except Exception:  # an unreadable pattern: "may start with anything"
+            found = _ALL
+        if _FIRST_TABLE.enabled:
+            _FIRST_TABLE.put(regex, (found.ascii, found.other))
+    _FIRST_MEMO[regex] = found
+    return found
 
 
 # --- the derivation ------------------------------------------------------------------------------
@@ -505,7 +524,7 @@ def make_builder(tree: Any, group_index: dict[int, int]) -> tuple[Callable[..., 
     gen = _Gen(group_index)
     var, _ = gen.node(root)
     src = "def build(m):\n" + "\n".join(gen.lines) + f"\n    return {var}\n"
-    exec(compile(src, f"<fast:{root.data}>", "exec"), gen.env)  # generated from the grammar
+    exec(compile_generated(src, f"<fast:{root.data}>"), gen.env)  # generated from the grammar
     build: Callable[..., Body] = gen.env["build"]
     return build, src
 
@@ -640,7 +659,7 @@ def _join(entries: dict[str, _Entry]) -> tuple[re.Pattern[str], dict[str, Sequen
             alts.append(head + emit(children))
         return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
-    pattern = re.compile(emit(root))
+    pattern = regex_cache.compile(emit(root))
     by_marker: dict[str, Sequence] = {}
     for marker, (seq, pieces, tree) in entries.items():
         index = {
@@ -678,7 +697,7 @@ class _Opening:
         conf = compiler.lark.lexer_conf
         self.flags = conf.g_regex_flags
         terminals, callback = _create_unless(  # type: ignore[no-untyped-call]
-            compiler.lexers[state].terminals, self.flags, re, conf.use_bytes
+            compiler.lexers[state].terminals, self.flags, regex_cache.RE_MODULE, conf.use_bytes
         )
         self.callback: dict[str, Callable[[Token], Token]] = callback
         self.terminals = [(t, first_chars(t.pattern.to_regexp())) for t in terminals]
@@ -691,7 +710,7 @@ class _Opening:
         pattern = None
         if chosen:
             alts = "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in chosen)
-            pattern = re.compile(alts, self.flags)
+            pattern = regex_cache.compile(alts, self.flags)
         self.by_char[char] = pattern
         return pattern
 

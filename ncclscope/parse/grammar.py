@@ -146,7 +146,22 @@ def lark_parser(with_transformer: bool = True) -> Lark:
         cache=_cache_path(),
     )
     _quiet_lexer_errors(parser)
+    _cached_scanners(parser)
     return parser
+
+
+def _cached_scanners(parser: Lark) -> None:
+    """Let the lexers compile their per-state scanners through ncclscope.parse.regex_cache:
+    the same patterns, whose compiled form later runs take from disk instead of compiling."""
+    from ncclscope.parse.regex_cache import RE_MODULE
+
+    lexer = parser.parser.lexer
+    for state_lexer in {id(x): x for x in getattr(lexer, "lexers", {}).values()}.values():
+        if getattr(state_lexer, "re", None) is re:
+            state_lexer.re = RE_MODULE
+    root = getattr(lexer, "root_lexer", None)
+    if root is not None and getattr(root, "re", None) is re:
+        root.re = RE_MODULE
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ does not pay that start-up again.
 from __future__ import annotations
 
 import codecs
+import gc
 import io
 import multiprocessing
 import os
@@ -27,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from ncclscope._diskcache import save_all
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines, parse_path
@@ -34,8 +36,10 @@ from ncclscope.parse.reader import STDIN, Damage, Line, detect_compression, iter
 
 #: a file smaller than this is one task: starting a range costs more than it saves
 MIN_SPLIT_BYTES = 2 * MiB
-#: the largest range: bounds what one result holds in memory on its way back
-MAX_RANGE_BYTES = 16 * MiB
+#: the largest range: bounds what one result holds in memory on its way back, and lets the
+#: parent consume (write, unpickle, model) results while the workers parse later ranges, rather
+#: than wait for one large range per worker and then do all of that alone
+MAX_RANGE_BYTES = 4 * MiB
 #: lines of the input the parent parses before starting the workers (see the module doc)
 WARM_LINES = 4000
 _SCAN = 16 * MiB
@@ -282,18 +286,27 @@ def _results(
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     if ctx.get_start_method() == "fork":
         _warm(tasks, limits)
+        save_all()  # what the warm-up compiled, for the next run (workers never save)
     by_source: dict[tuple[str, str], SourceStats] = {}
-    with ctx.Pool(min(n, len(tasks))) as pool:
-        for task, (payload, st) in zip(
-            tasks, pool.imap(_run, [_Job(t, limits, jsonl) for t in tasks]), strict=True
-        ):
-            key = (task.path, task.source)
-            if task.start > 0 and key in by_source:
-                merge_stats(by_source[key], st)
-            else:
-                by_source[key] = st
-                stats_out.append(st)
-            yield payload
+    # Everything alive now (the grammar's tables, the compiled fast path: hundreds of thousands
+    # of objects) lives as long as the process: frozen, the cyclic collector stops walking it
+    # each time the records streaming through here trigger a full collection, in this process
+    # and in the forked workers alike (which also keeps their inherited pages shared).
+    gc.freeze()
+    try:
+        with ctx.Pool(min(n, len(tasks))) as pool:
+            for task, (payload, st) in zip(
+                tasks, pool.imap(_run, [_Job(t, limits, jsonl) for t in tasks]), strict=True
+            ):
+                key = (task.path, task.source)
+                if task.start > 0 and key in by_source:
+                    merge_stats(by_source[key], st)
+                else:
+                    by_source[key] = st
+                    stats_out.append(st)
+                yield payload
+    finally:
+        gc.unfreeze()
 
 
 def parse_paths(

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from lark import Token, Transformer, Tree
 
+from ncclscope._diskcache import compile_generated
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record
 
@@ -330,7 +331,7 @@ def record_maker(cls: type[Record]) -> Callable[..., Record] | None:
                 value = f"fields.get({f.name!r}, _d{i})"
             lines.append(f"    _s{i}(o, {value})")
         lines.append("    return o")
-        exec(compile("\n".join(lines) + "\n", f"<make:{cls.__name__}>", "exec"), g)
+        exec(compile_generated("\n".join(lines) + "\n", f"<make:{cls.__name__}>"), g)
         make = g["make"]
     _SIMPLE[cls] = make
     return make

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from ncclscope._diskcache import compile_generated
 from ncclscope.model.records.base import Part, Record
 
 JSONL_SCHEMA_VERSION = 1
@@ -108,7 +109,7 @@ def _converters(cls: type) -> _Converters:
     own.append("    return out")
     env: dict[str, Any] = {"_S": _SCALARS, "_plain": plain}
     src = "\n".join(full) + "\n" + "\n".join(own) + "\n"
-    exec(compile(src, f"<serialize:{cls.__name__}>", "exec"), env)  # field names are identifiers
+    exec(compile_generated(src, f"<serialize:{cls.__name__}>"), env)  # field names are identifiers
     conv = (env["full"], env["own"])
     _CONVERTERS[cls] = conv
     return conv
