@@ -198,6 +198,13 @@ class CommTopology:
         seen = {r for pair in self.links for r in pair} | set(self.host_of_rank)
         return sorted(seen)
 
+    def drawn_ranks_by_host(self, limit: int = 64) -> list[tuple[str, list[int]]]:
+        """The drawn ranks grouped by host (``""`` for ranks whose host is unknown), sorted."""
+        by_host: dict[str, list[int]] = {}
+        for r in self.drawn_ranks(limit):
+            by_host.setdefault(self.host_of_rank.get(r, ""), []).append(r)
+        return sorted(by_host.items())
+
     def edges(self) -> list[Edge]:
         """The links folded into one edge per pair of ranks, for pictures."""
         pairs: dict[tuple[int, int], list[Link]] = defaultdict(list)

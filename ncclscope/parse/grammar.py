@@ -50,24 +50,18 @@ def grammar_text() -> str:
 
 
 def _cache_path() -> str | bool:
-    """Lark's analysis cache, per user and grammar hash; False where no private temp dir can be
-    had. Lark unpickles the cache, so the directory must be ours and closed to others."""
+    """Lark's analysis cache, per grammar hash, in the private per-user cache directory; False
+    where none can be had (Lark unpickles the cache, so the directory must be ours alone)."""
     import hashlib
-    import os
-    import tempfile
 
     import lark
 
+    from ncclscope._diskcache import private_dir
+
+    directory = private_dir()
+    if directory is None:
+        return False
     digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    directory = Path(tempfile.gettempdir()) / f"ncclscope-{uid}"
-    try:
-        directory.mkdir(mode=0o700, exist_ok=True)
-        st = directory.stat()
-    except OSError:
-        return False
-    if hasattr(os, "getuid") and (st.st_uid != uid or st.st_mode & 0o077):
-        return False
     return str(directory / f"grammar-{lark.__version__}-{digest}.lark-cache")
 
 

@@ -40,11 +40,8 @@ def render_topo_dot(topo: JobTopology, comms: list[CommTopology] | None = None) 
 
 def _comm(comm: CommTopology, prefix: str, indent: str) -> list[str]:
     out: list[str] = []
-    by_host: dict[str, list[int]] = {}
-    for r in comm.drawn_ranks():
-        by_host.setdefault(comm.host_of_rank.get(r, ""), []).append(r)
     silent = set(comm.silent)
-    for hi, (host, ranks) in enumerate(sorted(by_host.items())):
+    for hi, (host, ranks) in enumerate(comm.drawn_ranks_by_host()):
         inner = indent
         if host:
             out.append(f"{indent}subgraph cluster_{prefix}h{hi} {{")

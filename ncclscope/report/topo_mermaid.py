@@ -48,11 +48,8 @@ def _comm(
 ) -> tuple[list[str], list[str], int]:
     out: list[str] = []
     styles: list[str] = []
-    by_host: dict[str, list[int]] = {}
-    for r in comm.drawn_ranks():
-        by_host.setdefault(comm.host_of_rank.get(r, ""), []).append(r)
     silent = set(comm.silent)
-    for hi, (host, ranks) in enumerate(sorted(by_host.items())):
+    for hi, (host, ranks) in enumerate(comm.drawn_ranks_by_host()):
         inner = indent
         if host:
             out.append(f'{indent}subgraph {prefix}h{hi}["{mermaid_label(host)}"]')

@@ -68,9 +68,7 @@ def render_topo_svg(topo: JobTopology, comms: list[CommTopology] | None = None) 
 
 
 def _panel(comm: CommTopology, top: int) -> tuple[list[str], int, int]:
-    by_host: dict[str, list[int]] = {}
-    for r in comm.drawn_ranks():
-        by_host.setdefault(comm.host_of_rank.get(r, ""), []).append(r)
+    by_host = dict(comm.drawn_ranks_by_host())
     hosts = sorted(by_host)
     rows = max((len(v) for v in by_host.values()), default=0)
     width = 2 * _MARGIN + max(1, len(hosts)) * _COL_W
