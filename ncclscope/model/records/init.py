@@ -649,7 +649,36 @@ class TeardownError(Record):
             return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommDestroyed(Record):
+    """``Destroyed comm 0x7f00 rank 3`` (INFO 2.4.2, TRACE 2.4.6-2.11.4): a communicator freed."""
+
+    KIND: ClassVar[str] = "comm_destroyed"
+    comm: str
+    rank: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankLine(Record):
+    """``rank 0 nranks 16`` (2.3): a process's rank and the communicator size."""
+
+    KIND: ClassVar[str] = "rank_info"
+    rank: int
+    nranks: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitThreads(Record):
+    """``Using 256 threads`` (2.3): the threads per block of the kernels."""
+
+    KIND: ClassVar[str] = "init_threads"
+    threads: int
+
+
 RECORD_TYPES = (
+    CommDestroyed,
+    RankLine,
+    InitThreads,
     ReturnCode,
     CommInit,
     CommTeardown,

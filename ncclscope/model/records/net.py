@@ -837,7 +837,16 @@ class SocketError(Record):
     errno: int | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IbSidebandInterface(Record):
+    """``NET/IB : Using interface ib0 for sideband communication`` (2.3): the IB OOB interface."""
+
+    KIND: ClassVar[str] = "ib_sideband_interface"
+    sideband_interface: str
+
+
 RECORD_TYPES = (
+    IbSidebandInterface,
     SocketError,
     NetInterface,
     IbDevice,
