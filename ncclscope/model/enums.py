@@ -39,6 +39,16 @@ class NcclResult(Enum):
     IN_PROGRESS = 7
     TIMEOUT = 8
 
+    @classmethod
+    def of(cls, code: int | None) -> NcclResult | None:
+        """The result for a ``-> N`` code, or None for a code this table does not know."""
+        if code is None:
+            return None
+        try:
+            return cls(code)
+        except ValueError:
+            return None
+
     @property
     def nccl_name(self) -> str:
         return {

@@ -61,13 +61,7 @@ class ErrorChain:
 
     @property
     def result(self) -> NcclResult | None:
-        code = self.code
-        if code is None:
-            return None
-        try:
-            return NcclResult(code)
-        except ValueError:
-            return None
+        return NcclResult.of(self.code)
 
     @property
     def thread(self) -> str | None:

@@ -32,7 +32,14 @@ from ncclscope._diskcache import save_all
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines, parse_path
-from ncclscope.parse.reader import STDIN, Damage, Line, detect_compression, iter_lines
+from ncclscope.parse.reader import (
+    DAMAGE_COUNTERS,
+    STDIN,
+    Damage,
+    Line,
+    detect_compression,
+    iter_lines,
+)
 
 #: a file smaller than this is one task: starting a range costs more than it saves
 MIN_SPLIT_BYTES = 2 * MiB
@@ -45,17 +52,6 @@ WARM_LINES = 4000
 _SCAN = 16 * MiB
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _COUNTERS = ("lines", "nccl_lines", "typed", "unrecognized", "noise", "spliced", "records")
-_DAMAGE_COUNTERS = (
-    "lines_cut",
-    "bytes_cut",
-    "lines_parse_cut",
-    "invalid_utf8_lines",
-    "nul_bytes",
-    "control_chars",
-    "ansi_sequences",
-    "cr_lines",
-    "lines_respaced",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +237,7 @@ def merge_stats(into: SourceStats, part: SourceStats) -> None:
     into.shapes.update(part.shapes)
     into.error = into.error or part.error
     dmg, more = into.damaged, part.damaged
-    for name in _DAMAGE_COUNTERS:
+    for name in DAMAGE_COUNTERS:
         setattr(dmg, name, getattr(dmg, name) + getattr(more, name))
     dmg.binary = dmg.binary or more.binary
     dmg.notes.extend(more.notes)

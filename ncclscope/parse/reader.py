@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import dataclasses
 import gzip
 import io
 import lzma
@@ -113,18 +114,7 @@ class Damage:
 
     def counts(self) -> dict[str, int]:
         """The nonzero counters, by name."""
-        names = (
-            "lines_cut",
-            "bytes_cut",
-            "lines_parse_cut",
-            "invalid_utf8_lines",
-            "nul_bytes",
-            "control_chars",
-            "ansi_sequences",
-            "cr_lines",
-            "lines_respaced",
-        )
-        return {n: getattr(self, n) for n in names if getattr(self, n)}
+        return {n: getattr(self, n) for n in DAMAGE_COUNTERS if getattr(self, n)}
 
     def summary(self) -> list[str]:
         """One sentence per kind of damage, for a person; empty for a clean input."""
@@ -165,6 +155,14 @@ class Damage:
         if self.notes:
             out["notes"] = list(self.notes)
         return out
+
+
+#: the integer counters of Damage, in declaration order (bool ``binary`` and ``notes`` excluded)
+DAMAGE_COUNTERS: tuple[str, ...] = tuple(
+    f.name
+    for f in dataclasses.fields(Damage)
+    if isinstance(f.default, int) and not isinstance(f.default, bool)
+)
 
 
 def detect_compression(head: bytes) -> str | None:

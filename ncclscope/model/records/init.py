@@ -31,10 +31,7 @@ class ReturnCode(Located):
 
     @property
     def result(self) -> NcclResult | None:
-        try:
-            return NcclResult(self.code)
-        except ValueError:
-            return None
+        return NcclResult.of(self.code)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -643,10 +640,7 @@ class TeardownError(Record):
 
     @property
     def result(self) -> NcclResult | None:
-        try:
-            return NcclResult(self.code)
-        except ValueError:
-            return None
+        return NcclResult.of(self.code)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
