@@ -55,10 +55,20 @@ def build(
         for rec in parse_paths([os.fspath(p) for p in paths], workers, limits, stats):
             builder.add(rec)
         return builder.finish(), stats
-    run = parse(paths, limits)
-    for rec in run.records():
-        builder.add(rec)
-    return builder.finish(), run.stats
+    from ncclscope.parse.lane import bulk_of, parse_batches
+    from ncclscope.parse.reader import STDIN, iter_lines, open_input
+
+    parser = LineParser(limits=limits)
+    all_stats: list[SourceStats] = []
+    for path in paths:
+        name = STDIN if os.fspath(path) == STDIN else os.fspath(path)
+        st = SourceStats(name)
+        all_stats.append(st)
+        with open_input(path, limits, st.damaged) as stream:
+            lines = iter_lines(stream, name, st.damaged, limits)
+            for records, frames in parse_batches(lines, name, st, parser):
+                builder.add_batch(records, [bulk_of(f, name) for f in frames])
+    return builder.finish(), all_stats
 
 
 def diagnose(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import fnmatch
 import glob
-import multiprocessing
 import os
 import re
 import time
@@ -27,6 +26,7 @@ from typing import Protocol
 
 import pyarrow.parquet as pq
 
+from ncclscope._mp import pool_context
 from ncclscope.errors import InputError, UsageError
 from ncclscope.export import fs
 from ncclscope.export.fs import Folder
@@ -455,8 +455,7 @@ def _run_pool(
     # Build the parser once here: forked workers inherit it instead of compiling the grammar
     # (and deriving the fast path) each.
     _worker_parser()
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    ctx = pool_context()
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
         futures: list[Future[JobResult]] = [pool.submit(do_job, task) for task in tasks]
         # The workers exist once the jobs are submitted: only now start the display's thread,

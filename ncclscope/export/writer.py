@@ -52,13 +52,23 @@ from ncclscope.model.records.topology import (
 )
 from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import transport_class, views
+from ncclscope.parse.lane import ENVELOPE, LaneFrame, bulk_of, own_fields, parse_batches
 from ncclscope.parse.limits import Limits
-from ncclscope.parse.parser import LineParser, SourceStats, parse_lines
+from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, iter_lines
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 65_536
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+#: columns whose values are (nearly) all distinct
+_UNIQUE_TEXT = frozenset({"text", "fields"})
+#: the tables rows of records go to (the others are written from the job model at the end)
+RECORD_TABLES = ("records", "connections", "collectives", "rings", "trees")
+#: how the lane's rows merge into a batch's: by line (a spliced line's records by part)
+_MERGE_ORDER: dict[str, list[tuple[str, str]]] = {
+    "records": [("line", "ascending"), ("part", "ascending")],
+    "collectives": [("line", "ascending")],
+}
 
 Row = dict[str, Any]
 
@@ -103,9 +113,11 @@ def file_sha256(path: str) -> str:
 
 
 class TableWriter:
-    """Rows of one table, written in zstd row groups of at most ``ROW_GROUP`` rows.
+    """Rows of one table, written in zstd row groups of ``ROW_GROUP`` rows (the last fewer).
 
-    ``sort`` orders each row group before it is written (rows arrive in input order)."""
+    Rows come one at a time (dicts) or as Arrow tables (the columnar lane's batches); they are
+    written in arrival order. ``sort`` orders each row group before it is written; ``sort_keys``
+    is the same order for Arrow (each row group is the same rows whichever way they came)."""
 
     def __init__(
         self,
@@ -113,6 +125,7 @@ class TableWriter:
         dest: Folder,
         name: str,
         sort: Callable[[Row], tuple[Any, ...]] | None = None,
+        sort_keys: list[str] | None = None,
     ) -> None:
         self.table = table
         self.dest = dest
@@ -120,26 +133,98 @@ class TableWriter:
         self.tmp = dest.path(table.name, f".{name}.tmp")
         self.rows = 0
         self._sort = sort
+        self._sort_keys = sort_keys
         self._buffer: list[Row] = []
+        #: Arrow tables waiting, in arrival order (all before the dict rows in _buffer)
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
         self._schema = table.schema
+        #: rows are added a batch of lines at a time and written only at end_batch
+        self.batched = False
         self._writer = pq.ParquetWriter(
-            self.tmp, self._schema, compression="zstd", filesystem=dest.arrow
+            self.tmp,
+            self._schema,
+            compression="zstd",
+            filesystem=dest.arrow,
+            # Every line's text is unique: a dictionary would only cost memory and time.
+            use_dictionary=[c for c in self._schema.names if c not in _UNIQUE_TEXT],
         )
 
     def add(self, row: Row) -> None:
         self._buffer.append(row)
-        if len(self._buffer) >= ROW_GROUP:
-            self.flush()
+        if not self.batched and len(self._buffer) >= ROW_GROUP:
+            self._write_full()
 
-    def flush(self) -> None:
-        if not self._buffer:
+    def end_batch(self, lane_rows: pa.Table | None, order: list[tuple[str, str]]) -> None:
+        """A batched writer's rows of one batch of lines: the dict rows added since the last
+        batch, merged by ``order`` with the lane's rows of the batch."""
+        rows, self._buffer = self._buffer, []
+        batch = self.rows_table(rows) if rows else None
+        if lane_rows is not None:
+            batch = lane_rows if batch is None else pa.concat_tables([batch, lane_rows])
+            batch = batch.sort_by(order)
+        if batch is not None:
+            self.add_table(batch)
+
+    def add_table(self, batch: pa.Table) -> None:
+        """Rows as an Arrow table with this table's schema, after those added before."""
+        self._to_pending()
+        if batch.num_rows:
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+        while self._pending_rows >= ROW_GROUP:
+            self._write_full()
+
+    def rows_table(self, rows: list[Row]) -> pa.Table:
+        return pa.Table.from_pylist(rows, schema=self._schema)
+
+    def _to_pending(self) -> None:
+        if self._buffer:
+            batch = self.rows_table(self._buffer)
+            self._buffer = []
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+
+    def _write_full(self) -> None:
+        if not self._pending:
+            self._write_rows(self._buffer[:ROW_GROUP])
+            del self._buffer[:ROW_GROUP]
+            return
+        self._to_pending()
+        whole = pa.concat_tables(self._pending)
+        group, rest = whole.slice(0, ROW_GROUP), whole.slice(ROW_GROUP)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        self._write_table(group)
+
+    def _write_rows(self, rows: list[Row]) -> None:
+        if not rows:
             return
         if self._sort is not None:
-            self._buffer.sort(key=self._sort)
-        batch = pa.Table.from_pylist(self._buffer, schema=self._schema)
+            rows.sort(key=self._sort)
+        self._write(pa.Table.from_pylist(rows, schema=self._schema))
+
+    def _write_table(self, group: pa.Table) -> None:
+        if group.num_rows == 0:
+            return
+        if self._sort_keys is not None:
+            group = group.sort_by([(k, "ascending", "at_start") for k in self._sort_keys])
+        self._write(group)
+
+    def _write(self, batch: pa.Table) -> None:
         self._writer.write_table(batch, row_group_size=ROW_GROUP)
-        self.rows += len(self._buffer)
-        self._buffer.clear()
+        self.rows += batch.num_rows
+
+    def flush(self) -> None:
+        if self._pending:
+            self._to_pending()
+            whole = pa.concat_tables(self._pending)
+            self._pending, self._pending_rows = [], 0
+            for start in range(0, whole.num_rows, ROW_GROUP):
+                self._write_table(whole.slice(start, ROW_GROUP))
+        else:
+            self._write_rows(self._buffer)
+            self._buffer = []
 
     def close(self) -> None:
         self.flush()
@@ -191,6 +276,10 @@ def _collective_order(row: Row) -> tuple[Any, ...]:
     )
 
 
+#: _collective_order as Arrow sort keys (nulls first)
+_COLLECTIVE_KEYS = ["host", "pid", "comm", "op_count", "source", "line"]
+
+
 class JobExport:
     """The table writers of one job, and the routing of records into them."""
 
@@ -203,10 +292,16 @@ class JobExport:
             out.makedirs(table)
         self.writers = {
             t: TableWriter(
-                TABLES[t], out, name, _collective_order if t == COLLECTIVES.name else None
+                TABLES[t],
+                out,
+                name,
+                _collective_order if t == COLLECTIVES.name else None,
+                _COLLECTIVE_KEYS if t == COLLECTIVES.name else None,
             )
             for t in TABLES
         }
+        for t in RECORD_TABLES:
+            self.writers[t].batched = True
         self.builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
         self.sources: list[Row] = []
         #: NCCL versions the banners of each source printed, in order
@@ -281,13 +376,17 @@ class JobExport:
         lines = iter_lines(cast(BinaryIO, reader), source, stats.damaged, self.parser.limits)
         last_line = -1
         part = 0
-        for rec in parse_lines(lines, source, stats, self.parser):
-            if rec.line == last_line:
-                part += 1
-            else:
-                last_line, part = rec.line, 0
-            self._record(rec, part, stats)
-            self.builder.add(rec)
+        for records, frames in parse_batches(lines, source, stats, self.parser):
+            for rec in records:
+                if rec.line == last_line:
+                    part += 1
+                else:
+                    last_line, part = rec.line, 0
+                self._record(rec, part, stats)
+            lane = rows_of_frames(frames, self.job_id, source) if frames else {}
+            for name in RECORD_TABLES:
+                self.writers[name].end_batch(lane.get(name), _MERGE_ORDER.get(name, []))
+            self.builder.add_batch(records, [bulk_of(f, source) for f in frames])
 
     def _source_row(
         self,
@@ -578,6 +677,56 @@ class JobExport:
             if name != SOURCES.name:
                 w.commit()
         src.commit()
+
+
+def rows_of_frames(frames: list[LaneFrame], job_id: str, source: str) -> dict[str, pa.Table]:
+    """The `records` (and, for collective calls, `collectives`) rows of the lane's frames: the
+    same values ``JobExport._record`` writes for the records the line path would build."""
+    import polars as pl
+
+    key = [pl.lit(job_id).alias("job_id"), pl.lit(source).alias("source"), pl.col("line")]
+    proc = [pl.col("host"), pl.col("pid")]
+    records: list[pl.DataFrame] = []
+    collectives: list[pl.DataFrame] = []
+    for frame in frames:
+        own = own_fields(frame.cls)
+        rows = frame.rows
+        records.append(
+            rows.select(
+                *key,
+                pl.lit(0).alias("part"),
+                pl.lit(frame.cls.KIND).alias("kind"),
+                pl.col("level"),
+                *proc,
+                *[pl.col(c) for c in ENVELOPE if c not in ("host", "pid")],
+                pl.struct([pl.col(c) for c in own]).struct.json_encode().alias("fields"),
+                pl.col("text"),
+            )
+        )
+        if frame.cls is CollCall:
+            collectives.append(
+                rows.select(
+                    *key,
+                    *proc,
+                    pl.col("tid"),
+                    pl.col("dev"),
+                    pl.col("comm"),
+                    pl.col("op"),
+                    pl.col("op_count_hex").alias("op_count"),
+                    *[pl.col(c) for c in COLLECTIVES.names[10:]],
+                )
+            )
+    out = {RECORDS.name: _arrow(records, RECORDS)}
+    if collectives:
+        out[COLLECTIVES.name] = _arrow(collectives, COLLECTIVES)
+    return out
+
+
+def _arrow(frames: list[Any], table: Table) -> pa.Table:
+    import polars as pl
+
+    whole = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
+    return whole.select(table.names).to_arrow().cast(table.schema)
 
 
 def _size(path: str) -> int | None:

@@ -12,8 +12,10 @@ and GRAPH/TUNING/NET lines are off by default.
 
 from __future__ import annotations
 
+import bisect
+import functools
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -90,6 +92,23 @@ class KindSummary:
 
     count: int = 0
     last: dict[SlotKey, Record] = field(default_factory=dict)
+
+
+@dataclass
+class Bulk:
+    """Records of one summarised kind that the parser typed as a batch (its columnar lane),
+    reduced to what the builder keeps of them; all from one source, on non-spliced lines."""
+
+    kind: str
+    source: str
+    count: int
+    #: (first line, host, pid, devs) per process, by first line
+    processes: list[tuple[int, str | None, int | None, set[int]]]
+    #: (first line, slot, last line, the last record) per slot, by first line
+    slots: list[tuple[int, SlotKey, int, Record]]
+    first_line: int
+    #: the lines of each thread, sorted; computed only when an error chain is open
+    thread_lines: Callable[[], dict[ThreadKey, list[int]]]
 
 
 class Job:
@@ -186,6 +205,73 @@ class JobBuilder:
         self._process(rec)
         self._chain(rec, thread)
 
+    def add_batch(self, records: list[Record], bulks: list[Bulk]) -> None:
+        """Records of one batch of one source, in order, and the bulk rows typed alongside them:
+        the model is the one ``add`` gives for all of them in line order."""
+        if not bulks:
+            for rec in records:
+                self.add(rec)
+            return
+        job = self.job
+        # What a record's first appearance inserts (dict order is input order), in line order.
+        events: list[tuple[int, int, Callable[[], None]]] = []
+        for b in bulks:
+            events.append((b.first_line, 0, functools.partial(self._bulk_kind, b)))
+            for first, host, pid, _devs in b.processes:
+                events.append((first, 1, functools.partial(self._bulk_process, host, pid)))
+            for first, slot, _last, _rec in b.slots:
+                events.append((first, 2, functools.partial(self._bulk_slot, b.kind, slot)))
+        events.sort(key=lambda e: (e[0], e[1]))
+        lines_of: dict[ThreadKey, list[int]] | None = None
+        ei = 0
+        for rec in records:
+            while ei < len(events) and events[ei][0] < rec.line:
+                events[ei][2]()
+                ei += 1
+            if self._open:
+                thread: ThreadKey = (rec.source, rec.host, rec.pid, rec.tid)
+                chain = self._open.get(thread)
+                if chain is not None:
+                    if lines_of is None:
+                        lines_of = _merge_thread_lines(bulks)
+                    if _any_between(lines_of.get(thread), chain.records[-1].line, rec.line):
+                        del self._open[thread]
+            self.add(rec)
+        for _first, _order, apply in events[ei:]:
+            apply()
+        if self._open:
+            if lines_of is None:
+                lines_of = _merge_thread_lines(bulks)
+            for thread, chain in list(self._open.items()):
+                if _any_between(lines_of.get(thread), chain.records[-1].line, None):
+                    del self._open[thread]
+        for b in bulks:
+            job.counts[b.kind] += b.count
+            summ = job.summaries[b.kind]
+            summ.count += b.count
+            for _first, host, pid, devs in b.processes:
+                proc = job.processes[(host, pid)]
+                proc.sources.add(b.source)
+                proc.devs.update(devs)
+            for _first, slot, last, last_rec in b.slots:
+                held = summ.last.get(slot)
+                if held is None or held.line < last:
+                    summ.last[slot] = last_rec
+
+    def _bulk_kind(self, b: Bulk) -> None:
+        if b.source not in self.job.sources:
+            self.job.sources.append(b.source)
+        self.job.counts[b.kind] += 0
+        self.job.summaries.setdefault(b.kind, KindSummary())
+
+    def _bulk_process(self, host: str | None, pid: int | None) -> None:
+        if (host, pid) not in self.job.processes:
+            self.job.processes[(host, pid)] = Process(host, pid)
+
+    def _bulk_slot(self, kind: str, slot: SlotKey) -> None:
+        # A placeholder keeps the slot's place; add_batch fills it at the end of the batch.
+        self.job.summaries[kind].last.setdefault(slot, None)  # type: ignore[arg-type]
+
     def _process(self, rec: Record) -> None:
         if rec.host is None and rec.pid is None:
             return
@@ -220,6 +306,24 @@ class JobBuilder:
     def finish(self) -> Job:
         self._open.clear()
         return self.job
+
+
+def _merge_thread_lines(bulks: list[Bulk]) -> dict[ThreadKey, list[int]]:
+    out: dict[ThreadKey, list[int]] = {}
+    for b in bulks:
+        for thread, lines in b.thread_lines().items():
+            out.setdefault(thread, []).extend(lines)
+    for lines in out.values():
+        lines.sort()
+    return out
+
+
+def _any_between(lines: list[int] | None, after: int, before: int | None) -> bool:
+    """Whether a sorted list holds a line in (after, before); before None: no upper bound."""
+    if not lines:
+        return False
+    i = bisect.bisect_right(lines, after)
+    return i < len(lines) and (before is None or lines[i] < before)
 
 
 def build_job(records: Iterable[Record], summarised: Iterable[str] = ()) -> Job:

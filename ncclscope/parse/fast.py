@@ -754,6 +754,9 @@ class FastPath:
         self.learned: dict[str, tuple[re.Pattern[str], Sequence, str]] = {}
         self.rejected: set[str] = set()
         self.stats = {"tier1": 0, "tier2": 0, "lark": 0, "rejected": 0, "retired": 0}
+        #: the sequence that built the last Body tiers 1 and 2 returned (the columnar lane
+        #: adopts the high-volume ones); the caller resets it
+        self.last: Sequence | None = None
 
     def parse(self, message: str) -> Body | None:
         first = self.opening.match(message)
@@ -835,6 +838,7 @@ class FastPath:
                 seq.build = _always_miss
                 return MISS
         seq.hits += 1
+        self.last = seq
         return body
 
     def _lark_body(self, message: str) -> Body | None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import codecs
 import gc
 import io
-import multiprocessing
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ncclscope._diskcache import save_all
+from ncclscope._mp import pool_context
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines, parse_path
@@ -278,8 +278,7 @@ def _results(
             stats_out.append(st)
             yield payload
         return
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    ctx = pool_context()
     if ctx.get_start_method() == "fork":
         _warm(tasks, limits)
         save_all()  # what the warm-up compiled, for the next run (workers never save)

@@ -18,7 +18,7 @@ from lark.exceptions import LarkError
 
 from ncclscope.model.enums import Level
 from ncclscope.model.records.base import Record, Unrecognized
-from ncclscope.parse.grammar import lark_parser, markers
+from ncclscope.parse.grammar import Markers, lark_parser, markers
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.reader import (
     STDIN,
@@ -108,6 +108,15 @@ class LineParser:
             self._fast = fast_path()
         self._m = markers()
         self._envelopes: dict[str, dict[str, Any]] = {}
+
+    @property
+    def fast(self) -> FastPath | None:
+        """The grammar-derived fast path (None with the lark engine)."""
+        return self._fast
+
+    @property
+    def markers(self) -> Markers:
+        return self._m
 
     # -- splitting ---------------------------------------------------------------------------
 

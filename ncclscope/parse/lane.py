@@ -1,0 +1,481 @@
+"""The columnar lane: the high-volume kinds (one line per collective per rank) typed a batch at a
+time by polars, with the same records the line-at-a-time path gives.
+
+A COLL-heavy log is mostly one or two message shapes repeated millions of times; paying Python's
+per-line costs (a regex match per token family, a dataclass, a dict per Parquet row) for each of
+them is what kept export at a few MB/s. The lane takes a batch of lines and:
+
+1. keeps the lines the line path would read unchanged: printable ASCII (so cleaning is a no-op),
+   no cut, one level marker, no collector tail, within the parse cap; splits them there
+   (envelope, level, message) with the grammar's own ``LEVEL`` terminal;
+2. matches the messages against the terminal sequences of the high-volume families that the
+   grammar-derived fast path (ncclscope.parse.fast) has used, compiled to polars' regex dialect:
+   the fast path's regex without the lexer lookaheads and atomic groups. Where the exact regex
+   (lookaheads, atomic groups and the opening scanner's first-token check) matches, this one's
+   captures are the same: the atomic choices are the backtracking engine's first choices and
+   they succeed, so leftmost-first matching takes them too;
+3. checks each row with the exact Python regex and the opening scanner (a line that fails goes
+   back to the line path), converts captures as ``transform`` does (text, int, hex; a value
+   polars cannot hold exactly goes back too), and joins each distinct envelope text with its
+   parse by the line path.
+
+What goes back to the line path is parsed there, so the lane only ever speeds up; the records
+are identical (tests/test_lane.py compares both on every fixture and the synthetic logs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Iterable, Iterator
+from collections.abc import Sequence as Seq
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
+from lark import Token, Tree
+
+from ncclscope.model.enums import Level
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, SlotKey, ThreadKey
+from ncclscope.model.records import KINDS
+from ncclscope.model.records.base import Record
+from ncclscope.parse.fast import VERIFY_FIRST, FastPath, Underivable, _keyword, _opened
+from ncclscope.parse.reader import Line
+from ncclscope.parse.transform import (
+    _hex,
+    _keep,
+    as_int,
+    as_str,
+    field_specs,
+    record_maker,
+    terminal_converter,
+)
+
+if TYPE_CHECKING:
+    from ncclscope.parse.parser import LineParser, SourceStats
+
+#: lines per batch: large enough that polars' per-call cost vanishes, small enough for memory
+BATCH_LINES: Final = 8192
+#: a batch with fewer candidate lines than this goes to the line path whole
+MIN_ROWS: Final = 256
+#: messages of a batch the lane lets the fast path parse to learn their sequences
+PROBES: Final = 24
+#: levels the lane takes: the high-volume kinds print at these, and neither opens an error chain
+LEVELS: Final = ("INFO", "TRACE")
+
+ENVELOPE: Final = tuple(
+    f.name for f in dataclasses.fields(Record) if f.name not in ("source", "line", "text", "level")
+)
+_INT_TYPES = {"pid", "tid", "dev", "src_line", "launcher_rank"}
+_INT_TEXT = r"^-?[0-9]{1,18}$"
+_HEX_TEXT = r"^(?:0[xX])?[0-9a-fA-F]{1,15}$"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneField:
+    name: str
+    group: str
+    #: "str", "int" or "hex": the terminal's converter and the field's coercion, combined
+    conv: str
+
+
+@dataclass(slots=True, eq=False)
+class LaneSequence:
+    """One terminal sequence of a high-volume family, in both regex dialects."""
+
+    cls: type[Record]
+    first: str
+    exact: re.Pattern[str]
+    #: the regex groups of ``fields``, in order
+    groups: tuple[str, ...]
+    fields: tuple[LaneField, ...]
+    #: own fields the sequence does not set, and their defaults
+    defaults: dict[str, Any]
+    #: a literal every message of the sequence holds (None: no literal): a cheap vectorised gate
+    keyword: str | None = None
+    hits: int = 0
+
+
+@dataclass(slots=True)
+class LaneFrame:
+    """The rows of one record class that the lane typed in a batch, in line order.
+
+    Columns: ``line``, ``text``, ``level``, the envelope fields (ENVELOPE), then the class's own
+    fields in their declared order."""
+
+    cls: type[Record]
+    rows: pl.DataFrame
+
+    def records(self, source: str, rows: pl.DataFrame | None = None) -> list[Record]:
+        """Rows as the records the line path builds (tests; the last call per communicator)."""
+        make = record_maker(self.cls)
+        assert make is not None  # compile_sequence only takes plain classes
+        own = own_fields(self.cls)
+        out = []
+        for row in (self.rows if rows is None else rows).iter_rows(named=True):
+            env = {k: row[k] for k in ENVELOPE if row[k] is not None}
+            fields = {k: row[k] for k in own}
+            out.append(make(source, row["line"], row["text"], Level(row["level"]), env, fields))
+        return out
+
+
+@dataclass(slots=True)
+class LaneBatch:
+    """One batch: what the lane typed, and the lines (in order) left to the line path."""
+
+    frames: list[LaneFrame] = field(default_factory=list)
+    rest: list[Line] = field(default_factory=list)
+
+    @property
+    def typed(self) -> int:
+        return sum(f.rows.height for f in self.frames)
+
+
+def _conv_of(tok: Token, coerce: Any) -> str | None:
+    conv = terminal_converter(tok.type)
+    if conv is None and coerce in (as_str, _keep):
+        return "str"
+    if conv is None and coerce is as_int:
+        return "int"
+    if conv is int and coerce in (as_int, _keep):
+        return "int"
+    if conv is _hex and coerce in (as_int, _keep):
+        return "hex"
+    return None
+
+
+def compile_sequence(fast: FastPath, terminals: tuple[str, ...]) -> LaneSequence:
+    """The lane's form of one sequence; Underivable when it needs the line path."""
+    pieces, tree = fast.compiler.compile(terminals)
+    if not isinstance(tree, Tree):
+        raise Underivable("bare token")
+    cls = KINDS.get(str(tree.data))
+    if cls is None or not issubclass(cls, Record) or cls.KIND not in HIGH_VOLUME_KINDS:
+        raise Underivable("not a high-volume kind")
+    if record_maker(cls) is None:
+        raise Underivable("not a plain record class")
+    specs = field_specs(cls)
+    fields: list[LaneField] = []
+    seen: set[str] = set()
+    for child in tree.children:
+        if isinstance(child, Token):
+            continue
+        if not isinstance(child, Tree) or str(child.data) in KINDS:
+            raise Underivable("nested part")
+        fname = str(child.data).rsplit("__", 1)[-1]
+        if fname in seen or fname not in specs or len(child.children) != 1:
+            raise Underivable(f"field {fname} is not a single token")
+        tok = child.children[0]
+        if not isinstance(tok, Token):
+            raise Underivable("nested field")
+        is_tuple, coerce = specs[fname]
+        conv = None if is_tuple else _conv_of(tok, coerce)
+        if conv is None:
+            raise Underivable(f"field {fname}: conversion not vectorised")
+        seen.add(fname)
+        fields.append(LaneField(fname, f"g{int(tok)}", conv))
+    defaults: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in _ENVELOPE_SET or f.name in _GIVEN or f.name in seen:
+            continue
+        if f.default is dataclasses.MISSING or not isinstance(f.default, (type(None), int, str)):
+            raise Underivable(f"field {f.name} has no plain default")
+        defaults[f.name] = f.default
+    exact = "".join(
+        lead + (f"(?P<g{i}>{body})" if kept else body)
+        for i, (lead, body, kept) in enumerate(_opened(pieces))
+    )
+    return LaneSequence(
+        cls=cls,
+        first=terminals[0],
+        exact=re.compile(exact),
+        groups=tuple(f.group for f in fields),
+        fields=tuple(fields),
+        defaults=defaults,
+        keyword=_keyword(fast.compiler, [terminals]),
+    )
+
+
+class Lane:
+    """The columnar lane of one LineParser (its fast path, its envelope cache)."""
+
+    def __init__(self, parser: LineParser) -> None:
+        fast = parser.fast
+        if fast is None:
+            raise ValueError("the lane needs the fast engine")
+        self.parser = parser
+        self.fast: FastPath = fast
+        self.sequences: list[LaneSequence] = []
+        self._known: set[tuple[str, ...]] = set()
+        self._by_first: dict[str, list[LaneSequence]] = {}
+        self._level = parser.markers.level.pattern
+
+    # -- learning --------------------------------------------------------------------------------
+
+    def _learn(self, messages: Seq[str]) -> bool:
+        """Let the fast path parse some messages; adopt the sequences it used. True if new."""
+        new = False
+        for message in messages:
+            # Lark parses a new shape first, then the fast path checks a sequence's first uses
+            # against Lark: adopt a sequence only once it is past those checks.
+            for _attempt in range(VERIFY_FIRST + 2):
+                self.fast.last = None
+                body = self.fast.parse(message)
+                seq = self.fast.last
+                if body is None or body.cls.KIND not in HIGH_VOLUME_KINDS:
+                    break
+                if seq is None or seq.verify_left:
+                    continue
+                if seq.terminals not in self._known:
+                    self._known.add(seq.terminals)
+                    try:
+                        lane_seq = compile_sequence(self.fast, seq.terminals)
+                    except (Underivable, re.error):
+                        break
+                    self.sequences.append(lane_seq)
+                    self._by_first.setdefault(lane_seq.first, []).append(lane_seq)
+                    new = True
+                break
+        return new
+
+    # -- batches ---------------------------------------------------------------------------------
+
+    def take(self, lines: list[Line], stats: SourceStats) -> LaneBatch:
+        """Type what the lane can of ``lines`` and account for it in ``stats``."""
+        out = LaneBatch()
+        if stats.damaged.binary or len(lines) < MIN_ROWS:
+            out.rest = lines
+            return out
+        df = pl.DataFrame(
+            {
+                "i": range(len(lines)),
+                "line": [ln.number for ln in lines],
+                # a cut line is never the lane's: NUL keeps it out (not printable ASCII)
+                "text": [ln.text if not ln.cut else "\x00" for ln in lines],
+            },
+            schema={"i": pl.Int64, "line": pl.Int64, "text": pl.String},
+        )
+        text = pl.col("text")
+        cand = df.filter(
+            ~text.str.contains(r"[^\x20-\x7e]")
+            & (text.str.len_bytes() <= self.parser.limits.max_parse_chars)
+            & (text.str.count_matches(self._level) == 1)
+            & ~text.str.contains("across cluster]", literal=True)
+            & ~text.str.contains(r"[:)] *$")
+        )
+        if cand.height < MIN_ROWS:
+            out.rest = lines
+            return out
+        # The one marker is LEVEL's match; the lane's levels are INFO and TRACE. ASCII only, so
+        # character and byte offsets agree.
+        pos = text.str.find(r"NCCL (?:INFO|TRACE)\b")
+        word = pl.when(text.str.slice(pl.col("pos") + 5, 4) == "INFO").then(4).otherwise(5)
+        cand = (
+            cand.with_columns(pos.alias("pos"))
+            .filter(pl.col("pos").is_not_null())
+            .with_columns(
+                text.str.slice(0, pl.col("pos")).alias("env"),
+                pl.when(word == 4).then(pl.lit("INFO")).otherwise(pl.lit("TRACE")).alias("level"),
+                text.str.slice(pl.col("pos") + 5 + word).str.strip_chars(" ").alias("msg"),
+            )
+        )
+        taken = self._match(cand)
+        matched = sum(len(rows) for rows, _ in taken.values())
+        if matched < cand.height:
+            # Shapes not seen yet (or none adopted yet): let the fast path parse a few of the
+            # others (spread over the batch), adopt what it used, and match again.
+            seen = {k for rows, _ in taken.values() for k in rows}
+            unmatched = [k for k in range(cand.height) if k not in seen]
+            step = max(1, len(unmatched) // PROBES)
+            probes = cand.get_column("msg").gather(unmatched[::step][:PROBES]).to_list()
+            if self._learn(probes):
+                taken = self._match(cand)
+        claimed: set[int] = set()
+        for seq, (rows, groups) in taken.items():
+            if not rows:
+                continue
+            frame = self._frame(seq, cand[rows], groups)
+            if frame.height:
+                seq.hits += frame.height
+                out.frames.append(LaneFrame(seq.cls, frame))
+        if len(out.frames) > 1:
+            by_cls: dict[type[Record], list[pl.DataFrame]] = {}
+            for fr in out.frames:
+                by_cls.setdefault(fr.cls, []).append(fr.rows)
+            out.frames = [
+                LaneFrame(cls, pl.concat(parts, how="vertical_relaxed").sort("i"))
+                for cls, parts in by_cls.items()
+            ]
+        for fr in out.frames:
+            claimed.update(fr.rows.get_column("i").to_list())
+            fr.rows = fr.rows.drop("i")
+        if not claimed:
+            out.frames = []
+            out.rest = lines
+            return out
+        out.rest = [ln for i, ln in enumerate(lines) if i not in claimed]
+        n = len(claimed)
+        stats.lines += n
+        stats.nccl_lines += n
+        stats.typed += n
+        stats.records += n
+        return out
+
+    def _match(self, cand: pl.DataFrame) -> dict[LaneSequence, tuple[list[int], list[Any]]]:
+        """Per sequence: the rows of ``cand`` its exact regex takes, and their groups."""
+        taken: dict[LaneSequence, tuple[list[int], list[Any]]] = {
+            s: ([], []) for s in self.sequences
+        }
+        if not self.sequences:
+            return taken
+        # A message without any sequence's keyword cannot match: only the others reach Python.
+        msg = pl.col("msg")
+        keywords = sorted({s.keyword for s in self.sequences if s.keyword})
+        if len(keywords) == len({s.keyword for s in self.sequences}):
+            mask = pl.any_horizontal([msg.str.contains(k, literal=True) for k in keywords])
+            picked = cand.with_row_index("k").filter(mask).select("k", "msg")
+            positions = picked.get_column("k").to_list()
+            msgs = picked.get_column("msg").to_list()
+        else:
+            positions = list(range(cand.height))
+            msgs = cand.get_column("msg").to_list()
+        opening = self.fast.opening.match
+        by_first = self._by_first
+        empty: list[LaneSequence] = []
+        for k, msg_text in zip(positions, msgs, strict=True):
+            for seq in by_first.get(opening(msg_text), empty):  # type: ignore[arg-type]
+                m = seq.exact.match(msg_text)
+                if m is not None:
+                    rows, groups = taken[seq]
+                    rows.append(k)
+                    groups.append(m.group(*seq.groups))
+                    break
+        return taken
+
+    def _frame(self, seq: LaneSequence, hit: pl.DataFrame, groups: list[Any]) -> pl.DataFrame:
+        """The rows of ``hit`` typed by ``seq``, from its exact regex's groups; a value polars
+        cannot convert exactly leaves its line to the line path."""
+        one = len(seq.groups) == 1  # m.group(a) is a value, m.group(a, b) a tuple
+        columns = [groups] if one else [list(c) for c in zip(*groups, strict=True)]
+        raw = pl.DataFrame(
+            {f.group: col for f, col in zip(seq.fields, columns, strict=True)},
+            schema={f.group: pl.String for f in seq.fields},
+        )
+        hit = pl.concat([hit, raw], how="horizontal")
+        values: dict[str, pl.Expr] = {}
+        checks: list[pl.Expr] = []
+        for f in seq.fields:
+            col = pl.col(f.group)
+            if f.conv == "str":
+                values[f.name] = col
+            elif f.conv == "int":
+                checks.append(col.str.contains(_INT_TEXT))
+                values[f.name] = col.cast(pl.Int64, strict=False)
+            else:
+                checks.append(col.str.contains(_HEX_TEXT))
+                values[f.name] = col.str.replace(r"^0[xX]", "").str.to_integer(
+                    base=16, strict=False
+                )
+        if checks:
+            hit = hit.filter(pl.all_horizontal(checks))
+        # Each distinct envelope text is parsed once, by the line path's own code and cache.
+        env_rows = []
+        for env_text in hit.get_column("env").unique().to_list():
+            parsed = self.parser.envelope(env_text)
+            if parsed.keys() <= _ENVELOPE_SET:
+                env_rows.append((env_text, *[parsed.get(k) for k in ENVELOPE]))
+        env_df = pl.DataFrame(env_rows, schema=_env_schema(), orient="row")
+        own = [
+            (values[name] if name in values else pl.lit(seq.defaults[name])).alias(name)
+            for name in own_fields(seq.cls)
+        ]
+        return hit.join(env_df, on="env", how="inner", maintain_order="left").select(
+            "i", "line", "text", "level", *ENVELOPE, *own
+        )
+
+
+_ENVELOPE_SET: Final = frozenset(ENVELOPE)
+
+
+def own_fields(cls: type[Record]) -> list[str]:
+    """A record class's own fields (not the envelope), in declared order."""
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.name not in _ENVELOPE_SET and f.name not in _GIVEN
+    ]
+
+
+_GIVEN: Final = frozenset({"source", "line", "text", "level"})
+
+
+def _env_schema() -> dict[str, Any]:
+    return {"env": pl.String, **{k: pl.Int64 if k in _INT_TYPES else pl.String for k in ENVELOPE}}
+
+
+def bulk_of(frame: LaneFrame, source: str) -> Bulk:
+    """What the job builder keeps of a frame's rows (counts, processes, the last per slot)."""
+    rows = frame.rows
+    has_comm = "comm" in rows.columns and rows.schema["comm"] == pl.String
+    comm = pl.col("comm") if has_comm else pl.lit(None, dtype=pl.String)
+    keyed = rows.with_columns(
+        comm.alias("_comm"),
+        pl.when(comm.is_null()).then(pl.col("tid")).otherwise(None).alias("_tid"),
+    )
+    procs = (
+        keyed.filter(pl.col("host").is_not_null() | pl.col("pid").is_not_null())
+        .group_by(["host", "pid"], maintain_order=True)
+        .agg(pl.col("line").min().alias("first"), pl.col("dev").drop_nulls().unique())
+        .sort("first")
+    )
+    slots = (
+        keyed.group_by(["host", "pid", "_comm", "_tid"], maintain_order=True)
+        .agg(pl.col("line").min().alias("first"), pl.col("line").max().alias("last"))
+        .sort("first")
+    )
+    lasts = rows.filter(pl.col("line").is_in(slots.get_column("last").implode()))
+    last_rec = {r.line: r for r in frame.records(source, lasts)}
+    slot_list: list[tuple[int, SlotKey, int, Record]] = []
+    for host, pid, c, t, first, last in slots.iter_rows():
+        key: SlotKey = (source, host, pid, c if c is not None else t)
+        slot_list.append((first, key, last, last_rec[last]))
+
+    def thread_lines() -> dict[ThreadKey, list[int]]:
+        out: dict[ThreadKey, list[int]] = {}
+        grouped = rows.group_by(["host", "pid", "tid"]).agg(pl.col("line").sort())
+        for host, pid, tid, lines in grouped.iter_rows():
+            out[(source, host, pid, tid)] = list(lines)
+        return out
+
+    return Bulk(
+        kind=frame.cls.KIND,
+        source=source,
+        count=rows.height,
+        processes=[(f, h, p, set(d)) for h, p, f, d in procs.iter_rows()],
+        slots=slot_list,
+        first_line=int(rows.get_column("line").min()),  # type: ignore[arg-type]
+        thread_lines=thread_lines,
+    )
+
+
+def parse_batches(
+    lines: Iterable[Line], source: str, stats: SourceStats, parser: LineParser
+) -> Iterator[tuple[list[Record], list[LaneFrame]]]:
+    """The records of numbered lines, a batch at a time: the line path's records (in order) and
+    the lane's frames. With the lark engine everything is the line path's."""
+    lane = Lane(parser) if parser.fast is not None else None
+    it = iter(lines)
+    while True:
+        batch = list(itertools.islice(it, BATCH_LINES))
+        if not batch:
+            return
+        if lane is None:
+            rest, frames = batch, []
+        else:
+            taken = lane.take(batch, stats)
+            rest, frames = taken.rest, taken.frames
+        records: list[Record] = []
+        for ln in rest:
+            records.extend(parser.parse_line(source, ln.number, ln.text, stats, ln.cut))
+        yield records, frames

@@ -1,0 +1,241 @@
+"""The columnar lane (ncclscope.parse.lane) against the line path: the same records, the same job
+model, the same diagnosis and the same Parquet tables, on every fixture and on synthetic logs."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import polars as pl
+import pytest
+
+from ncclscope import api
+from ncclscope.export.writer import Input, JobPlan, export_job
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import CollCall
+from ncclscope.parse import lane
+from ncclscope.parse.parser import LineParser, SourceStats, parse_path
+from ncclscope.parse.reader import Damage, iter_lines
+from ncclscope.report.json_report import diagnosis_to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "fixtures/real").glob("*.log")) + sorted(
+    (ROOT / "fixtures/real/long").glob("*.log")
+)
+
+
+def _synth() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "ncclscope_bench_synth_lane", ROOT / "benchmarks/synth.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def coll_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("lane") / "coll.log"
+    _synth().write_coll_heavy(path, 1_500_000)
+    return path
+
+
+@pytest.fixture
+def eager_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane on every batch, however small, and batches that cut chains and processes."""
+    monkeypatch.setattr(lane, "MIN_ROWS", 1)
+    monkeypatch.setattr(lane, "BATCH_LINES", 7)
+
+
+def _line_path_job(paths: list[Path]) -> tuple[Job, list[SourceStats]]:
+    builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
+    parser = LineParser()
+    stats = []
+    for path in paths:
+        st = SourceStats(str(path))
+        stats.append(st)
+        for rec in parse_path(path, stats=st, parser=parser):
+            builder.add(rec)
+    return builder.finish(), stats
+
+
+def _lane_records(path: Path) -> Iterator[Record]:
+    parser = LineParser()
+    st = SourceStats(str(path))
+    with path.open("rb") as f:
+        for records, frames in lane.parse_batches(
+            iter_lines(f, str(path), Damage()), str(path), st, parser
+        ):
+            merged = list(records)
+            for frame in frames:
+                merged.extend(frame.records(str(path)))
+            merged.sort(key=lambda r: r.line)  # stable: a spliced line's parts keep their order
+            yield from merged
+
+
+def _model(job: Job) -> dict[str, Any]:
+    """Everything a rule or a report can read of a job, in its order."""
+    return {
+        "sources": job.sources,
+        "counts": list(job.counts.items()),
+        "by_kind": {k: list(v) for k, v in job._by_kind.items()},
+        "processes": [
+            (k, sorted(p.sources), sorted(p.devs), list(p.env.items()))
+            for k, p in job.processes.items()
+        ],
+        "chains": [(c.head, c.frames) for c in job.chains],
+        "summaries": {k: (s.count, list(s.last.items())) for k, s in job.summaries.items()},
+        "folded": sorted(job.folded_sources),
+    }
+
+
+def _stats(st: SourceStats) -> tuple[Any, ...]:
+    return (st.lines, st.nccl_lines, st.typed, st.unrecognized, st.noise, st.records, st.spliced)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixture_records_and_model(path: Path, eager_lane: None) -> None:
+    expected = list(parse_path(path))
+    assert list(_lane_records(path)) == expected
+    line_job, line_stats = _line_path_job([path])
+    lane_job, lane_stats = api.build([path])
+    assert _model(lane_job) == _model(line_job)
+    assert [_stats(s) for s in lane_stats] == [_stats(s) for s in line_stats]
+
+
+def test_synthetic_coll_log(coll_log: Path) -> None:
+    parser = LineParser()
+    st = SourceStats(str(coll_log))
+    typed_by_lane = 0
+    with coll_log.open("rb") as f:
+        for _records, frames in lane.parse_batches(
+            iter_lines(f, str(coll_log), Damage()), str(coll_log), st, parser
+        ):
+            typed_by_lane += sum(fr.rows.height for fr in frames)
+    expected = list(parse_path(coll_log))
+    calls = sum(isinstance(r, CollCall) for r in expected)
+    # the point of the lane: the collective calls do not go line by line
+    assert calls > 0.6 * st.lines
+    assert typed_by_lane > 0.95 * calls
+    assert list(_lane_records(coll_log)) == expected
+    line_job, line_stats = _line_path_job([coll_log])
+    lane_job, lane_stats = api.build([coll_log])
+    assert _model(lane_job) == _model(line_job)
+    assert [_stats(s) for s in lane_stats] == [_stats(s) for s in line_stats]
+
+
+def _diagnosis_json(paths: list[Path]) -> str:
+    return json.dumps(diagnosis_to_dict(api.diagnose(paths)), sort_keys=False)
+
+
+def test_diagnosis_identical(coll_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_lane = _diagnosis_json([coll_log])
+    monkeypatch.setattr(lane, "MIN_ROWS", 10**9)  # the lane never takes a batch
+    assert _diagnosis_json([coll_log]) == with_lane
+
+
+CHAIN_LOG = """\
+h1:10:11 [0] NCCL INFO comm 0x5501 rank 0 nranks 2 cudaDev 0 busId 18000 - Init START
+h1:10:11 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f01 recvbuff 0x7f02 count 8 datatype 7 op 0 root 0 comm 0x5501 [nranks=2] stream 0x5601
+h1:10:11 [0] NCCL WARN Cuda failure 'out of memory'
+h1:10:11 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x7f01 recvbuff 0x7f02 count 8 datatype 7 op 0 root 0 comm 0x5501 [nranks=2] stream 0x5601
+h1:10:11 [0] NCCL INFO enqueue.cc:100 -> 1
+h1:10:12 [0] NCCL WARN Call to ibv_poll_cq failed
+h1:10:12 [0] NCCL INFO transport/net_ib.cc:1 -> 2
+h1:10:11 [0] NCCL INFO AllReduce: opCount 2 sendbuff 0x7f01 recvbuff 0x7f02 count 8 datatype 7 op 0 root 0 comm 0x5501 [nranks=2] stream 0x5601
+h2:20:21 [1] NCCL INFO AllGather: opCount 0 sendbuff 0x7f01 recvbuff 0x7f02 count 8 datatype 7 op 0 root 0 comm 0x5502 [nranks=2] stream 0x5602
+h1:10:12 [0] NCCL INFO proxy.cc:9 -> 2
+"""
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 5, 100])
+def test_chains_around_bulk_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """A collective call on a WARN's thread ends its chain, wherever the batches are cut."""
+    path = tmp_path / "chain.log"
+    path.write_text(CHAIN_LOG)
+    monkeypatch.setattr(lane, "MIN_ROWS", 1)
+    monkeypatch.setattr(lane, "BATCH_LINES", batch)
+    line_job, _ = _line_path_job([path])
+    lane_job, _ = api.build([path])
+    assert _model(lane_job) == _model(line_job)
+    # the call at line 4 ends the first chain; the one at line 8 is on another thread
+    assert [len(c.records) for c in lane_job.chains] == [1, 1, 3]
+    assert lane_job.summary(CollCall).count == 4
+    assert _lane_rows(path) == 4
+
+
+def _lane_rows(path: Path) -> int:
+    st = SourceStats(str(path))
+    with path.open("rb") as f:
+        return sum(
+            fr.rows.height
+            for _records, frames in lane.parse_batches(
+                iter_lines(f, str(path), Damage()), str(path), st, LineParser()
+            )
+            for fr in frames
+        )
+
+
+def _tables(out: Path) -> dict[str, pl.DataFrame]:
+    return {d.name: pl.read_parquet(next(d.glob("*.parquet"))) for d in out.iterdir() if d.is_dir()}
+
+
+def test_export_identical(coll_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = [coll_log, *FIXTURES[:3]]
+    plan = JobPlan("job", tuple(Input(str(p)) for p in paths))
+    export_job(plan, tmp_path / "lane", LineParser())
+    monkeypatch.setattr(lane, "MIN_ROWS", 10**9)
+    export_job(plan, tmp_path / "line", LineParser())
+    got, want = _tables(tmp_path / "lane"), _tables(tmp_path / "line")
+    assert got.keys() == want.keys()
+    for name in want:
+        assert got[name].equals(want[name]), name
+    assert want["collectives"].height > 5000
+
+
+def test_unusual_lines_stay_with_the_line_path(eager_lane: None, tmp_path: Path) -> None:
+    """Lines the lane must not take: cut, non-ASCII, two writers, a launcher tail, a huge
+    opCount, a Ray fold. Their records are still the line path's."""
+    good = "h:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 1 datatype 7 op 0 root 0 comm 0x3 [nranks=2] stream 0x4"
+    lines = [
+        good,
+        good.replace("opCount 1 ", "opCount ffffffffffffffffffff "),
+        good + " \u00e9",
+        good + " h:1:3 [0] NCCL INFO Connected all rings",
+        good + " [repeated 3x across cluster]",
+        "[1,0]<stderr>:" + good,
+        good.replace("count 1 ", "count 99999999999999999999999 "),
+        "\x1b[0m" + good,
+        good.replace("h:1:2", "h:1:2 "),
+    ]
+    path = tmp_path / "odd.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert list(_lane_records(path)) == list(parse_path(path))
+    # the first line, the one a launcher tagged and the one with a space after the tid
+    assert _lane_rows(path) == 3
+    line_job, _ = _line_path_job([path])
+    lane_job, _ = api.build([path])
+    assert _model(lane_job) == _model(line_job)
+
+
+def test_lark_engine_has_no_lane(monkeypatch: pytest.MonkeyPatch, coll_log: Path) -> None:
+    monkeypatch.setenv("NCCLSCOPE_ENGINE", "lark")
+    parser = LineParser()
+    st = SourceStats("x")
+    head = list(
+        itertools.islice(iter_lines(io.BytesIO(coll_log.read_bytes()[:200_000]), "x"), 2000)
+    )
+    for _records, frames in lane.parse_batches(head, "x", st, parser):
+        assert frames == []
