@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from lark.exceptions import LarkError
 
 from ncclscope.model.enums import Level
+from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.parse.grammar import Markers, lark_parser, markers
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 _SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*)\b")
 _BLANKS = re.compile(r"  +")
 _ENVELOPE_CACHE_MAX = 65536
+#: parsed messages kept (a Body's fields are immutable values, shared by the records built)
+_BODY_CACHE_MAX = 16384
+_HIGH_VOLUME = HIGH_VOLUME_KINDS
 _TOP_SHAPES = 10
 #: "fast": grammar-derived regexes + learned shapes, Lark for the rest (ncclscope.parse.fast);
 #: "lark": Lark for every message. Both give identical records (tests/test_fast_path.py).
@@ -108,6 +112,7 @@ class LineParser:
             self._fast = fast_path()
         self._m = markers()
         self._envelopes: dict[str, dict[str, Any]] = {}
+        self._bodies: dict[str, Body | None] = {}
 
     @property
     def fast(self) -> FastPath | None:
@@ -273,6 +278,21 @@ class LineParser:
 
     def parse_message(self, message: str) -> Body | None:
         """The record body of an NCCL message, or None when the grammar does not know it."""
+        # A message is parsed the same way every time: ranks and communicators print the same
+        # init lines over and over, and their second printing costs a lookup.
+        bodies = self._bodies
+        if message in bodies:
+            return bodies[message]
+        body = self._parse_message(message)
+        # Not the kinds printed once per call: their messages hardly repeat, and thousands of
+        # cached bodies would only give the garbage collector more to walk.
+        if body is None or body.cls.KIND not in _HIGH_VOLUME:
+            if len(bodies) >= _BODY_CACHE_MAX:
+                bodies.clear()
+            bodies[message] = body
+        return body
+
+    def _parse_message(self, message: str) -> Body | None:
         if self._fast is not None:
             return self._fast.parse(message)
         try:
