@@ -10,7 +10,6 @@ exported again by the next run. Inputs and the dataset may be URLs (see ``ncclsc
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,35 +23,22 @@ from ncclscope.engine import run_rules
 from ncclscope.errors import InputError, NcclscopeError
 from ncclscope.export import fs
 from ncclscope.export.fs import Folder
+from ncclscope.export.rows import batch_tables
 from ncclscope.export.schemas import (
     COLLECTIVES,
-    CONNECTIONS,
     ERRORS,
     FINDINGS,
     RANKS,
-    RECORDS,
-    RINGS,
     SOURCES,
     TABLES,
-    TREES,
     Table,
 )
-from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, Job, JobBuilder
 from ncclscope.model.records.base import Record
-from ncclscope.model.records.init import CollCall, InitTimings
-from ncclscope.model.records.serialize import own_fields_to_dict, record_to_dict
-from ncclscope.model.records.topology import (
-    CollnetChains,
-    Connection,
-    GraphTree,
-    NvlsTrees,
-    RingNeighbors,
-    RingOrder,
-    Trees,
-)
+from ncclscope.model.records.init import InitTimings
 from ncclscope.model.records.version_env import VersionBanner
-from ncclscope.model.views import transport_class, views
-from ncclscope.parse.lane import ENVELOPE, LaneFrame, bulk_of, own_fields, parse_batches
+from ncclscope.model.views import views
+from ncclscope.parse.lane import bulk_of, parse_batches
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, iter_lines
@@ -62,14 +48,6 @@ ROW_GROUP = 65_536
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 #: columns whose values are (nearly) all distinct
 _UNIQUE_TEXT = frozenset({"text", "fields"})
-#: the tables rows of records go to (the others are written from the job model at the end)
-RECORD_TABLES = ("records", "connections", "collectives", "rings", "trees")
-#: how the lane's rows merge into a batch's: by line (a spliced line's records by part)
-_MERGE_ORDER: dict[str, list[tuple[str, str]]] = {
-    "records": [("line", "ascending"), ("part", "ascending")],
-    "collectives": [("line", "ascending")],
-}
-
 Row = dict[str, Any]
 
 
@@ -139,8 +117,6 @@ class TableWriter:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._schema = table.schema
-        #: rows are added a batch of lines at a time and written only at end_batch
-        self.batched = False
         self._writer = pq.ParquetWriter(
             self.tmp,
             self._schema,
@@ -152,19 +128,8 @@ class TableWriter:
 
     def add(self, row: Row) -> None:
         self._buffer.append(row)
-        if not self.batched and len(self._buffer) >= ROW_GROUP:
+        if len(self._buffer) >= ROW_GROUP and not self._pending:
             self._write_full()
-
-    def end_batch(self, lane_rows: pa.Table | None, order: list[tuple[str, str]]) -> None:
-        """A batched writer's rows of one batch of lines: the dict rows added since the last
-        batch, merged by ``order`` with the lane's rows of the batch."""
-        rows, self._buffer = self._buffer, []
-        batch = self.rows_table(rows) if rows else None
-        if lane_rows is not None:
-            batch = lane_rows if batch is None else pa.concat_tables([batch, lane_rows])
-            batch = batch.sort_by(order)
-        if batch is not None:
-            self.add_table(batch)
 
     def add_table(self, batch: pa.Table) -> None:
         """Rows as an Arrow table with this table's schema, after those added before."""
@@ -300,8 +265,6 @@ class JobExport:
             )
             for t in TABLES
         }
-        for t in RECORD_TABLES:
-            self.writers[t].batched = True
         self.builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
         self.sources: list[Row] = []
         #: NCCL versions the banners of each source printed, in order
@@ -374,19 +337,17 @@ class JobExport:
 
     def _parse(self, reader: _HashingReader, source: str, stats: SourceStats) -> None:
         lines = iter_lines(cast(BinaryIO, reader), source, stats.damaged, self.parser.limits)
-        last_line = -1
-        part = 0
         for records, frames in parse_batches(lines, source, stats, self.parser):
-            for rec in records:
-                if rec.line == last_line:
-                    part += 1
-                else:
-                    last_line, part = rec.line, 0
-                self._record(rec, part, stats)
-            lane = rows_of_frames(frames, self.job_id, source) if frames else {}
-            for name in RECORD_TABLES:
-                self.writers[name].end_batch(lane.get(name), _MERGE_ORDER.get(name, []))
-            self.builder.add_batch(records, [bulk_of(f, source) for f in frames])
+            tables = batch_tables(records, frames, self.job_id, source)
+            self._batch(records, [bulk_of(f, source) for f in frames], tables)
+
+    def _batch(self, records: list[Record], bulks: list[Bulk], tables: dict[str, pa.Table]) -> None:
+        """One batch of lines, parsed here or by a worker."""
+        for name, table in tables.items():
+            self.writers[name].add_table(table)
+        for rec in records:
+            self._note_version(rec)
+        self.builder.add_batch(records, bulks)
 
     def _source_row(
         self,
@@ -432,136 +393,8 @@ class JobExport:
 
     # -- records -----------------------------------------------------------------------------
 
-    def _record(self, rec: Record, part: int, stats: SourceStats) -> None:
-        w = self.writers
-        d = record_to_dict(rec)
-        own = own_fields_to_dict(rec)
-        key = {"job_id": self.job_id, "source": rec.source, "line": rec.line}
-        w[RECORDS.name].add(
-            {
-                **key,
-                "part": part,
-                "kind": rec.KIND,
-                "level": d["level"],
-                "host": rec.host,
-                "pid": rec.pid,
-                "tid": rec.tid,
-                "dev": rec.dev,
-                "src_file": rec.src_file,
-                "src_line": rec.src_line,
-                "src_func": rec.src_func,
-                "timestamp": rec.timestamp,
-                "launcher_rank": rec.launcher_rank,
-                "launcher_host": rec.launcher_host,
-                "prefix": rec.prefix,
-                "fields": json.dumps(own, ensure_ascii=False, separators=(",", ":")),
-                "text": rec.text,
-            }
-        )
-        proc = {"host": rec.host, "pid": rec.pid}
-        if isinstance(rec, Connection):
-            w[CONNECTIONS.name].add(
-                {
-                    **key,
-                    **proc,
-                    "dev": rec.dev,
-                    "channel": rec.channel,
-                    "conn_index": rec.conn_index,
-                    "from_rank": rec.from_rank,
-                    "to_rank": rec.to_rank,
-                    "direction": rec.direction.value if rec.direction is not None else None,
-                    "transport": rec.transport.value if rec.transport is not None else None,
-                    "transport_class": transport_class(rec),
-                    "detail": rec.transport_detail,
-                    "net_name": rec.net_name,
-                    "net_dev": rec.net_dev,
-                    "proxy_rank": rec.proxy_rank,
-                    "p2p_mode": rec.p2p_mode,
-                    "gdr": rec.gdr,
-                    "read": rec.read,
-                    "ce": rec.ce,
-                    "shared": rec.shared,
-                }
-            )
-        elif isinstance(rec, CollCall):
-            w[COLLECTIVES.name].add(
-                {
-                    **key,
-                    **proc,
-                    "tid": rec.tid,
-                    "dev": rec.dev,
-                    "comm": rec.comm,
-                    "op": rec.op,
-                    "op_count": rec.op_count_hex,
-                    "nranks": rec.nranks,
-                    "count": rec.count,
-                    "bytes": rec.bytes,
-                    "datatype": rec.datatype,
-                    "red_op": rec.red_op,
-                    "root": rec.root,
-                    "stream": rec.stream,
-                }
-            )
-        elif isinstance(rec, RingOrder):
-            w[RINGS.name].add(
-                {
-                    **key,
-                    **proc,
-                    "kind": rec.KIND,
-                    "channel": rec.channel,
-                    "nchannels": rec.nchannels,
-                    "ranks": list(rec.ranks),
-                    "truncated": rec.truncated,
-                }
-            )
-        elif isinstance(rec, RingNeighbors):
-            w[RINGS.name].add(
-                {
-                    **key,
-                    **proc,
-                    "kind": rec.KIND,
-                    "channel": rec.channel,
-                    "prev": rec.prev,
-                    "me": rec.me,
-                    "next": rec.next,
-                }
-            )
-        elif isinstance(rec, (Trees, NvlsTrees, CollnetChains)):
-            trees = (
-                rec.trees
-                if isinstance(rec, Trees)
-                else rec.trees_nvls
-                if isinstance(rec, NvlsTrees)
-                else rec.chains
-            )
-            for tree in trees:
-                w[TREES.name].add(
-                    {
-                        **key,
-                        **proc,
-                        "kind": rec.KIND,
-                        "channel": tree.channel,
-                        "up": tree.up,
-                        "me": tree.me,
-                        "downs": list(tree.downs),
-                        "dn_up": tree.dn_up,
-                        "dn_me": tree.dn_me,
-                        "dn_downs": list(tree.dn_downs),
-                    }
-                )
-        elif isinstance(rec, GraphTree):
-            w[TREES.name].add(
-                {
-                    **key,
-                    **proc,
-                    "kind": rec.KIND,
-                    "channel": rec.channel,
-                    "up": rec.up,
-                    "me": rec.me,
-                    "downs": list(rec.downs),
-                }
-            )
-        elif isinstance(rec, VersionBanner):
+    def _note_version(self, rec: Record) -> None:
+        if isinstance(rec, VersionBanner):
             versions = self._versions.setdefault(rec.source, [])
             if rec.nccl_version not in versions:
                 versions.append(rec.nccl_version)
@@ -677,56 +510,6 @@ class JobExport:
             if name != SOURCES.name:
                 w.commit()
         src.commit()
-
-
-def rows_of_frames(frames: list[LaneFrame], job_id: str, source: str) -> dict[str, pa.Table]:
-    """The `records` (and, for collective calls, `collectives`) rows of the lane's frames: the
-    same values ``JobExport._record`` writes for the records the line path would build."""
-    import polars as pl
-
-    key = [pl.lit(job_id).alias("job_id"), pl.lit(source).alias("source"), pl.col("line")]
-    proc = [pl.col("host"), pl.col("pid")]
-    records: list[pl.DataFrame] = []
-    collectives: list[pl.DataFrame] = []
-    for frame in frames:
-        own = own_fields(frame.cls)
-        rows = frame.rows
-        records.append(
-            rows.select(
-                *key,
-                pl.lit(0).alias("part"),
-                pl.lit(frame.cls.KIND).alias("kind"),
-                pl.col("level"),
-                *proc,
-                *[pl.col(c) for c in ENVELOPE if c not in ("host", "pid")],
-                pl.struct([pl.col(c) for c in own]).struct.json_encode().alias("fields"),
-                pl.col("text"),
-            )
-        )
-        if frame.cls is CollCall:
-            collectives.append(
-                rows.select(
-                    *key,
-                    *proc,
-                    pl.col("tid"),
-                    pl.col("dev"),
-                    pl.col("comm"),
-                    pl.col("op"),
-                    pl.col("op_count_hex").alias("op_count"),
-                    *[pl.col(c) for c in COLLECTIVES.names[10:]],
-                )
-            )
-    out = {RECORDS.name: _arrow(records, RECORDS)}
-    if collectives:
-        out[COLLECTIVES.name] = _arrow(collectives, COLLECTIVES)
-    return out
-
-
-def _arrow(frames: list[Any], table: Table) -> pa.Table:
-    import polars as pl
-
-    whole = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
-    return whole.select(table.names).to_arrow().cast(table.schema)
 
 
 def _size(path: str) -> int | None:

@@ -61,6 +61,10 @@ BATCH_LINES: Final = 8192
 MIN_ROWS: Final = 256
 #: messages of a batch the lane lets the fast path parse to learn their sequences
 PROBES: Final = 24
+#: the share of a batch's lines that must hold a sequence's keyword for the lane to try it
+WORTH: Final = 0.25
+#: batches left to the line path while no sequence is adopted: 1, 2, 4, … up to this
+MAX_SKIP: Final = 16
 #: levels the lane takes: the high-volume kinds print at these, and neither opens an error chain
 LEVELS: Final = ("INFO", "TRACE")
 
@@ -209,6 +213,12 @@ class Lane:
         self.sequences: list[LaneSequence] = []
         self._known: set[tuple[str, ...]] = set()
         self._by_first: dict[str, list[LaneSequence]] = {}
+        families = [f for f in fast.families if f.root in HIGH_VOLUME_KINDS]
+        keywords = {b.keyword for f in families for b in f.branches.values()}
+        self._family_keywords = tuple(sorted(k for k in keywords if k is not None))
+        #: batches to leave to the line path, and how many batches in a row gave the lane little
+        self._skip = 0
+        self._misses = 0
         self._level = parser.markers.level.pattern
 
     # -- learning --------------------------------------------------------------------------------
@@ -247,6 +257,42 @@ class Lane:
         if stats.damaged.binary or len(lines) < MIN_ROWS:
             out.rest = lines
             return out
+        # A line the lane can take holds a keyword of the sequences it adopted: where few lines
+        # do, the polars passes cost more than they save.
+        if self.sequences:
+            keywords = self._keywords
+            if keywords is None or _share(lines, keywords) >= WORTH:
+                return self._take(lines, stats)
+            out.rest = lines
+            return out
+        # None adopted yet: probe where the high-volume families' keywords are common, and
+        # now and then elsewhere (families without a keyword).
+        if self._family_keywords and _share(lines, self._family_keywords) >= WORTH:
+            return self._take(lines, stats)
+        if self._skip:
+            # Nothing adopted, no keyword to go by: probe again only after a while (twice as
+            # long after each batch that taught nothing).
+            self._skip -= 1
+            out.rest = lines
+            return out
+        out = self._take(lines, stats)
+        if self.sequences:
+            self._misses = 0
+        else:
+            self._misses += 1
+            self._skip = min(2 ** (self._misses - 1), MAX_SKIP)
+        return out
+
+    @property
+    def _keywords(self) -> tuple[str, ...] | None:
+        """Every adopted sequence's keyword; None when one has none."""
+        kws = {s.keyword for s in self.sequences}
+        if None in kws:
+            return None
+        return tuple(sorted(k for k in kws if k is not None))
+
+    def _take(self, lines: list[Line], stats: SourceStats) -> LaneBatch:
+        out = LaneBatch()
         df = pl.DataFrame(
             {
                 "i": range(len(lines)),
@@ -393,6 +439,12 @@ class Lane:
         return hit.join(env_df, on="env", how="inner", maintain_order="left").select(
             "i", "line", "text", "level", *ENVELOPE, *own
         )
+
+
+def _share(lines: list[Line], keywords: tuple[str, ...]) -> float:
+    """The share of lines holding one of the keywords."""
+    hot = sum(1 for ln in lines if any(k in ln.text for k in keywords))
+    return hot / len(lines)
 
 
 _ENVELOPE_SET: Final = frozenset(ENVELOPE)

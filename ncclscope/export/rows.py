@@ -1,0 +1,250 @@
+"""The rows of the record tables (`records`, `connections`, `collectives`, `rings`, `trees`) for
+one batch of lines: the line path's records one by one, the columnar lane's frames as columns,
+merged in input order. Workers build them as well as the exporting process (docs/schema.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from ncclscope.export.schemas import (
+    COLLECTIVES,
+    CONNECTIONS,
+    RECORDS,
+    RINGS,
+    TREES,
+    Table,
+)
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import CollCall
+from ncclscope.model.records.serialize import own_fields_to_dict
+from ncclscope.model.records.topology import (
+    CollnetChains,
+    Connection,
+    GraphTree,
+    NvlsTrees,
+    RingNeighbors,
+    RingOrder,
+    Trees,
+)
+from ncclscope.model.views import transport_class
+from ncclscope.parse.lane import ENVELOPE, LaneFrame, own_fields
+
+Row = dict[str, Any]
+
+#: the tables rows of records go to (the others are written from the job model at the end)
+RECORD_TABLES: tuple[Table, ...] = (RECORDS, CONNECTIONS, COLLECTIVES, RINGS, TREES)
+#: how the lane's rows merge into a batch's: by line (a spliced line's records by part)
+_MERGE_ORDER: dict[str, list[tuple[str, str]]] = {
+    RECORDS.name: [("line", "ascending"), ("part", "ascending")],
+    COLLECTIVES.name: [("line", "ascending")],
+}
+
+
+def batch_tables(
+    records: list[Record], frames: list[LaneFrame], job_id: str, source: str
+) -> dict[str, pa.Table]:
+    """The rows of one batch for each record table that gets any, in input order."""
+    rows: dict[str, list[Row]] = {t.name: [] for t in RECORD_TABLES}
+    last_line = -1
+    part = 0
+    for rec in records:
+        # a batch ends at a line's end, so every part of a spliced line is here
+        if rec.line == last_line:
+            part += 1
+        else:
+            last_line, part = rec.line, 0
+        record_rows(rec, part, job_id, rows)
+    lane = rows_of_frames(frames, job_id, source) if frames else {}
+    out: dict[str, pa.Table] = {}
+    for table in RECORD_TABLES:
+        name = table.name
+        batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
+        extra = lane.get(name)
+        if extra is not None:
+            batch = extra if batch is None else pa.concat_tables([batch, extra])
+            batch = batch.sort_by(_MERGE_ORDER[name])
+        if batch is not None:
+            out[name] = batch
+    return out
+
+
+def record_rows(rec: Record, part: int, job_id: str, w: dict[str, list[Row]]) -> None:
+    """Append the rows of one record to the lists of the tables it goes to."""
+    level = rec.level
+    own = own_fields_to_dict(rec)
+    key = {"job_id": job_id, "source": rec.source, "line": rec.line}
+    w[RECORDS.name].append(
+        {
+            **key,
+            "part": part,
+            "kind": rec.KIND,
+            "level": level.value if level is not None else None,
+            "host": rec.host,
+            "pid": rec.pid,
+            "tid": rec.tid,
+            "dev": rec.dev,
+            "src_file": rec.src_file,
+            "src_line": rec.src_line,
+            "src_func": rec.src_func,
+            "timestamp": rec.timestamp,
+            "launcher_rank": rec.launcher_rank,
+            "launcher_host": rec.launcher_host,
+            "prefix": rec.prefix,
+            "fields": json.dumps(own, ensure_ascii=False, separators=(",", ":")),
+            "text": rec.text,
+        }
+    )
+    proc = {"host": rec.host, "pid": rec.pid}
+    if isinstance(rec, Connection):
+        w[CONNECTIONS.name].append(
+            {
+                **key,
+                **proc,
+                "dev": rec.dev,
+                "channel": rec.channel,
+                "conn_index": rec.conn_index,
+                "from_rank": rec.from_rank,
+                "to_rank": rec.to_rank,
+                "direction": rec.direction.value if rec.direction is not None else None,
+                "transport": rec.transport.value if rec.transport is not None else None,
+                "transport_class": transport_class(rec),
+                "detail": rec.transport_detail,
+                "net_name": rec.net_name,
+                "net_dev": rec.net_dev,
+                "proxy_rank": rec.proxy_rank,
+                "p2p_mode": rec.p2p_mode,
+                "gdr": rec.gdr,
+                "read": rec.read,
+                "ce": rec.ce,
+                "shared": rec.shared,
+            }
+        )
+    elif isinstance(rec, CollCall):
+        w[COLLECTIVES.name].append(
+            {
+                **key,
+                **proc,
+                "tid": rec.tid,
+                "dev": rec.dev,
+                "comm": rec.comm,
+                "op": rec.op,
+                "op_count": rec.op_count_hex,
+                "nranks": rec.nranks,
+                "count": rec.count,
+                "bytes": rec.bytes,
+                "datatype": rec.datatype,
+                "red_op": rec.red_op,
+                "root": rec.root,
+                "stream": rec.stream,
+            }
+        )
+    elif isinstance(rec, RingOrder):
+        w[RINGS.name].append(
+            {
+                **key,
+                **proc,
+                "kind": rec.KIND,
+                "channel": rec.channel,
+                "nchannels": rec.nchannels,
+                "ranks": list(rec.ranks),
+                "truncated": rec.truncated,
+            }
+        )
+    elif isinstance(rec, RingNeighbors):
+        w[RINGS.name].append(
+            {
+                **key,
+                **proc,
+                "kind": rec.KIND,
+                "channel": rec.channel,
+                "prev": rec.prev,
+                "me": rec.me,
+                "next": rec.next,
+            }
+        )
+    elif isinstance(rec, (Trees, NvlsTrees, CollnetChains)):
+        trees = (
+            rec.trees
+            if isinstance(rec, Trees)
+            else rec.trees_nvls
+            if isinstance(rec, NvlsTrees)
+            else rec.chains
+        )
+        for tree in trees:
+            w[TREES.name].append(
+                {
+                    **key,
+                    **proc,
+                    "kind": rec.KIND,
+                    "channel": tree.channel,
+                    "up": tree.up,
+                    "me": tree.me,
+                    "downs": list(tree.downs),
+                    "dn_up": tree.dn_up,
+                    "dn_me": tree.dn_me,
+                    "dn_downs": list(tree.dn_downs),
+                }
+            )
+    elif isinstance(rec, GraphTree):
+        w[TREES.name].append(
+            {
+                **key,
+                **proc,
+                "kind": rec.KIND,
+                "channel": rec.channel,
+                "up": rec.up,
+                "me": rec.me,
+                "downs": list(rec.downs),
+            }
+        )
+
+
+def rows_of_frames(frames: list[LaneFrame], job_id: str, source: str) -> dict[str, pa.Table]:
+    """The `records` (and, for collective calls, `collectives`) rows of the lane's frames: the
+    same values ``JobExport._record`` writes for the records the line path would build."""
+    key = [pl.lit(job_id).alias("job_id"), pl.lit(source).alias("source"), pl.col("line")]
+    proc = [pl.col("host"), pl.col("pid")]
+    records: list[pl.DataFrame] = []
+    collectives: list[pl.DataFrame] = []
+    for frame in frames:
+        own = own_fields(frame.cls)
+        rows = frame.rows
+        records.append(
+            rows.select(
+                *key,
+                pl.lit(0).alias("part"),
+                pl.lit(frame.cls.KIND).alias("kind"),
+                pl.col("level"),
+                *proc,
+                *[pl.col(c) for c in ENVELOPE if c not in ("host", "pid")],
+                pl.struct([pl.col(c) for c in own]).struct.json_encode().alias("fields"),
+                pl.col("text"),
+            )
+        )
+        if frame.cls is CollCall:
+            collectives.append(
+                rows.select(
+                    *key,
+                    *proc,
+                    pl.col("tid"),
+                    pl.col("dev"),
+                    pl.col("comm"),
+                    pl.col("op"),
+                    pl.col("op_count_hex").alias("op_count"),
+                    *[pl.col(c) for c in COLLECTIVES.names[10:]],
+                )
+            )
+    out = {RECORDS.name: _arrow(records, RECORDS)}
+    if collectives:
+        out[COLLECTIVES.name] = _arrow(collectives, COLLECTIVES)
+    return out
+
+
+def _arrow(frames: list[Any], table: Table) -> pa.Table:
+    whole = pl.concat(frames, how="vertical_relaxed") if len(frames) > 1 else frames[0]
+    return whole.select(table.names).to_arrow().cast(table.schema)
