@@ -49,11 +49,13 @@ def build(
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     if workers != 1:
-        from ncclscope.parse.parallel import parse_paths
+        from ncclscope.parse.parallel import batch_paths
 
         stats: list[SourceStats] = []
-        for rec in parse_paths([os.fspath(p) for p in paths], workers, limits, stats):
-            builder.add(rec)
+        for records, bulks, _tables in batch_paths(
+            [os.fspath(p) for p in paths], workers, limits, stats
+        ):
+            builder.add_batch(records, bulks)
         return builder.finish(), stats
     from ncclscope.parse.lane import bulk_of, parse_batches
     from ncclscope.parse.reader import STDIN, iter_lines, open_input

@@ -8,6 +8,7 @@ Heavy imports happen inside the commands so that ``ncclscope --help`` starts fas
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -333,12 +334,21 @@ def dataset_options(func: F) -> F:
 @main.command()
 @dataset_options
 @click.option("--job-id", metavar="ID", help="The job id (default: the first path).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Processes (0: one per CPU); large plain files are split at line boundaries. The "
+    "dataset is the same as with one.",
+)
 def export(
     paths: tuple[str, ...],
     out: str,
     job_pattern: str | None,
     include: tuple[str, ...],
     job_id: str | None,
+    workers: int,
 ) -> None:
     """Write the records, model and findings of one job's logs as a Parquet dataset.
 
@@ -354,7 +364,8 @@ def export(
     # With a pattern, inputs it does not match still form one job together.
     grouping = bulk.Grouping.of(job_id=job_id or paths[0], pattern=job_pattern)
     dest = out if is_url(out) else Path(out)
-    report = bulk.run(bulk.plan_jobs(files, grouping), dest, workers=1, skip_known=False)
+    cores = workers or os.cpu_count() or 1
+    report = bulk.run(bulk.plan_jobs(files, grouping), dest, workers=cores, skip_known=False)
     click.echo(report.summary(dest))
 
 

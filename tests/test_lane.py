@@ -21,7 +21,7 @@ from ncclscope.export.writer import Input, JobPlan, export_job
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall
-from ncclscope.parse import lane
+from ncclscope.parse import lane, parallel
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
 from ncclscope.parse.reader import Damage, iter_lines
 from ncclscope.report.json_report import diagnosis_to_dict
@@ -239,3 +239,22 @@ def test_lark_engine_has_no_lane(monkeypatch: pytest.MonkeyPatch, coll_log: Path
     )
     for _records, frames in lane.parse_batches(head, "x", st, parser):
         assert frames == []
+
+
+def test_workers_give_the_same_dataset_and_diagnosis(
+    coll_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranges of one file parsed by worker processes (lane and all): the same tables, the same
+    model. The ranges are planned here, so smaller limits make the small log split."""
+    monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES", 100_000)
+    monkeypatch.setattr(parallel, "MAX_RANGE_BYTES", 300_000)
+    assert len(parallel.plan([str(coll_log)], 2)) > 2
+    plan = JobPlan("job", (Input(str(coll_log)),))
+    export_job(plan, tmp_path / "one", LineParser())
+    export_job(plan, tmp_path / "two", LineParser(), split=2)
+    got, want = _tables(tmp_path / "two"), _tables(tmp_path / "one")
+    for name in want:
+        assert got[name].equals(want[name]), name
+    one, two = api.build([coll_log]), api.build([coll_log], workers=2)
+    assert _model(two[0]) == _model(one[0])
+    assert [_stats(s) for s in two[1]] == [_stats(s) for s in one[1]]

@@ -277,6 +277,8 @@ class JobTask:
     prior: frozenset[tuple[str, str]] | None = None
     #: sha256 of the inputs, when the driver has them already; None: the worker hashes
     hashes: dict[str, str] | None = None
+    #: processes that parse byte ranges of the job's large plain files (1: none)
+    split: int = 1
 
 
 def do_job(task: JobTask) -> JobResult:
@@ -286,7 +288,7 @@ def do_job(task: JobTask) -> JobResult:
     hashes = task.hashes if task.hashes is not None else job_hashes(task.plan)
     if task.prior is not None and is_known(task.plan, hashes, task.prior):
         return skipped(task.plan)
-    return export_job(task.plan, task.out, _worker_parser(), hashes)
+    return export_job(task.plan, task.out, _worker_parser(), hashes, task.split)
 
 
 def _triage(
@@ -429,7 +431,10 @@ class LocalEngine:
             report.add(result)
         if not todo:
             display = None  # nothing to show: the summary says so
-        tasks = [JobTask(plan, out, None, hashes) for plan, hashes in todo]
+        # Fewer jobs than cores (one job: `ncclscope export`): the cores parse ranges of its files.
+        split = cores if n == 1 and len(todo) == 1 and not is_process_local(plans, out) else 1
+        report.workers = max(n, split)
+        tasks = [JobTask(plan, out, None, hashes, split) for plan, hashes in todo]
         try:
             if n == 1:
                 if display is not None:

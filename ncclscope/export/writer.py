@@ -9,6 +9,7 @@ exported again by the next run. Inputs and the dataset may be URLs (see ``ncclsc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import views
 from ncclscope.parse.lane import bulk_of, parse_batches
 from ncclscope.parse.limits import Limits
+from ncclscope.parse.parallel import default_workers
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, iter_lines
 
@@ -248,10 +250,12 @@ _COLLECTIVE_KEYS = ["host", "pid", "comm", "op_count", "source", "line"]
 class JobExport:
     """The table writers of one job, and the routing of records into them."""
 
-    def __init__(self, plan: JobPlan, out: Folder, parser: LineParser) -> None:
+    def __init__(self, plan: JobPlan, out: Folder, parser: LineParser, split: int = 1) -> None:
         self.plan = plan
         self.job_id = plan.job_id
         self.parser = parser
+        #: processes that parse ranges of a large plain file (1: this one; 0: one per CPU)
+        self.split = split
         name = part_name(plan.job_id)
         for table in TABLES:
             out.makedirs(table)
@@ -290,6 +294,12 @@ class JobExport:
         return self.result
 
     def _file(self, inp: Input, sha: str | None) -> None:
+        if self.split != 1 and not fs.is_url(inp.path):
+            from ncclscope.parse.parallel import plan
+
+            if len(plan([inp.path], self.split or default_workers(), self.parser.limits)) > 1:
+                self._file_in_ranges(inp, sha)
+                return
         stats = SourceStats(inp.path)
         size = _size(inp.path)
         reader: _HashingReader | None = None
@@ -302,6 +312,27 @@ class JobExport:
         except Exception as exc:  # a parser bug must cost one input, not the batch
             stats.error = f"{type(exc).__name__}: {exc}"
         self._source_row(inp.path, None, sha, size, stats, reader)
+
+    def _file_in_ranges(self, inp: Input, sha: str | None) -> None:
+        """A large plain file parsed in byte ranges by worker processes; the batches come back in
+        order, so the rows and the model are those of one process."""
+        from ncclscope.parse.parallel import batch_paths
+
+        out: list[SourceStats] = []
+        tables = functools.partial(batch_tables, job_id=self.job_id)
+        try:
+            for records, bulks, batch in batch_paths(
+                [inp.path], self.split, self.parser.limits, out, tables
+            ):
+                self._batch(records, bulks, batch or {})
+        except (NcclscopeError, OSError) as exc:
+            out = out or [SourceStats(inp.path)]
+            out[0].error = str(exc)
+        stats = out[0] if out else SourceStats(inp.path)
+        size = _size(inp.path)
+        # Only plain files are split: the text read is the file itself.
+        text = (sha or fs.sha256(inp.path), size) if stats.error is None else None
+        self._source_row(inp.path, None, sha, size, stats, None, text)
 
     def _archive(self, inp: Input, sha: str | None) -> None:
         archive_damage = Damage()
@@ -357,7 +388,11 @@ class JobExport:
         size: int | None,
         stats: SourceStats,
         reader: _HashingReader | None,
+        text: tuple[str, int | None] | None = None,
     ) -> None:
+        """``text``: the sha256 and size of the text read, where no reader counted them."""
+        if reader is not None:
+            text = (reader.sha.hexdigest(), reader.count)
         if stats.error is not None:
             status = "error"
             self.result.failed += 1
@@ -376,8 +411,8 @@ class JobExport:
                 "member": member,
                 "input_sha256": sha,
                 "size": size,
-                "sha256": reader.sha.hexdigest() if reader is not None else None,
-                "text_bytes": reader.count if reader is not None else None,
+                "sha256": text[0] if text is not None else None,
+                "text_bytes": text[1] if text is not None else None,
                 "lines": stats.lines,
                 "nccl_lines": stats.nccl_lines,
                 "typed": stats.typed,
@@ -521,12 +556,13 @@ def export_job(
     out: Path | str | Folder,
     parser: LineParser,
     hashes: dict[str, str] | None = None,
+    split: int = 1,
 ) -> JobResult:
     """Export one job to the dataset at ``out`` (a path, a URL or a Folder). ``hashes`` (path →
     sha256 of the file) are computed when not given."""
     if hashes is None:
         hashes = job_hashes(plan)
-    result = JobExport(plan, fs.folder(out), parser).run(hashes)
+    result = JobExport(plan, fs.folder(out), parser, split).run(hashes)
     result.size = sum(_size(i.path) or 0 for i in plan.inputs)
     return result
 

@@ -107,8 +107,8 @@ class Bulk:
     #: (first line, slot, last line, the last record) per slot, by first line
     slots: list[tuple[int, SlotKey, int, Record]]
     first_line: int
-    #: the lines of each thread, sorted; computed only when an error chain is open
-    thread_lines: Callable[[], dict[ThreadKey, list[int]]]
+    #: the lines of these threads, sorted; asked only while an error chain is open
+    thread_lines: Callable[[set[ThreadKey]], dict[ThreadKey, list[int]]]
 
 
 class Job:
@@ -233,15 +233,16 @@ class JobBuilder:
                 chain = self._open.get(thread)
                 if chain is not None:
                     if lines_of is None:
-                        lines_of = _merge_thread_lines(bulks)
+                        lines_of = _merge_thread_lines(bulks, set(self._open))
+                    elif thread not in lines_of:
+                        lines_of.update(_merge_thread_lines(bulks, {thread}))
                     if _any_between(lines_of.get(thread), chain.records[-1].line, rec.line):
                         del self._open[thread]
             self.add(rec)
         for _first, _order, apply in events[ei:]:
             apply()
         if self._open:
-            if lines_of is None:
-                lines_of = _merge_thread_lines(bulks)
+            lines_of = _merge_thread_lines(bulks, set(self._open))
             for thread, chain in list(self._open.items()):
                 if _any_between(lines_of.get(thread), chain.records[-1].line, None):
                     del self._open[thread]
@@ -308,10 +309,10 @@ class JobBuilder:
         return self.job
 
 
-def _merge_thread_lines(bulks: list[Bulk]) -> dict[ThreadKey, list[int]]:
-    out: dict[ThreadKey, list[int]] = {}
+def _merge_thread_lines(bulks: list[Bulk], threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
+    out: dict[ThreadKey, list[int]] = {thread: [] for thread in threads}
     for b in bulks:
-        for thread, lines in b.thread_lines().items():
+        for thread, lines in b.thread_lines(threads).items():
             out.setdefault(thread, []).extend(lines)
     for lines in out.values():
         lines.sort()

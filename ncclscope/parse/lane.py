@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import weakref
 from collections.abc import Iterable, Iterator
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
@@ -248,6 +249,11 @@ class Lane:
                     new = True
                 break
         return new
+
+    def restart(self) -> None:
+        """A new input: what the last one taught about probing does not carry over."""
+        self._skip = 0
+        self._misses = 0
 
     # -- batches ---------------------------------------------------------------------------------
 
@@ -493,13 +499,6 @@ def bulk_of(frame: LaneFrame, source: str) -> Bulk:
         key: SlotKey = (source, host, pid, c if c is not None else t)
         slot_list.append((first, key, last, last_rec[last]))
 
-    def thread_lines() -> dict[ThreadKey, list[int]]:
-        out: dict[ThreadKey, list[int]] = {}
-        grouped = rows.group_by(["host", "pid", "tid"]).agg(pl.col("line").sort())
-        for host, pid, tid, lines in grouped.iter_rows():
-            out[(source, host, pid, tid)] = list(lines)
-        return out
-
     return Bulk(
         kind=frame.cls.KIND,
         source=source,
@@ -507,8 +506,49 @@ def bulk_of(frame: LaneFrame, source: str) -> Bulk:
         processes=[(f, h, p, set(d)) for h, p, f, d in procs.iter_rows()],
         slots=slot_list,
         first_line=int(rows.get_column("line").min()),  # type: ignore[arg-type]
-        thread_lines=thread_lines,
+        thread_lines=_ThreadLines(source, rows.select("host", "pid", "tid", "line")),
     )
+
+
+class _ThreadLines:
+    """The lines of each thread of a frame, computed on demand (only when an error chain is
+    open); picklable, so that a worker's bulk rows reach the parent."""
+
+    def __init__(self, source: str, rows: pl.DataFrame) -> None:
+        self.source = source
+        self.rows = rows
+
+    def __call__(self, threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
+        out: dict[ThreadKey, list[int]] = {}
+        mine = [t for t in threads if t[0] == self.source]
+        if not mine:
+            return out
+        wanted = pl.DataFrame(
+            [t[1:] for t in mine],
+            schema={"host": pl.String, "pid": pl.Int64, "tid": pl.Int64},
+            orient="row",
+        )
+        grouped = (
+            self.rows.join(wanted, on=["host", "pid", "tid"], nulls_equal=True)
+            .group_by(["host", "pid", "tid"])
+            .agg(pl.col("line").sort())
+        )
+        for host, pid, tid, lines in grouped.iter_rows():
+            out[(self.source, host, pid, tid)] = list(lines)
+        return out
+
+
+_LANES: weakref.WeakKeyDictionary[LineParser, Lane] = weakref.WeakKeyDictionary()
+
+
+def lane_of(parser: LineParser) -> Lane | None:
+    """The parser's lane (None with the lark engine): what it adopted serves every input."""
+    if parser.fast is None:
+        return None
+    lane = _LANES.get(parser)
+    if lane is None:
+        lane = _LANES[parser] = Lane(parser)
+    return lane
 
 
 def parse_batches(
@@ -516,7 +556,9 @@ def parse_batches(
 ) -> Iterator[tuple[list[Record], list[LaneFrame]]]:
     """The records of numbered lines, a batch at a time: the line path's records (in order) and
     the lane's frames. With the lark engine everything is the line path's."""
-    lane = Lane(parser) if parser.fast is not None else None
+    lane = lane_of(parser)
+    if lane is not None:
+        lane.restart()
     it = iter(lines)
     while True:
         batch = list(itertools.islice(it, BATCH_LINES))

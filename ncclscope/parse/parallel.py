@@ -23,12 +23,13 @@ import gc
 import io
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ncclscope._diskcache import save_all
 from ncclscope._mp import pool_context
+from ncclscope.model.job import Bulk
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines, parse_path
@@ -39,6 +40,7 @@ from ncclscope.parse.reader import (
     Line,
     detect_compression,
     iter_lines,
+    open_input,
 )
 
 #: a file smaller than this is one task: starting a range costs more than it saves
@@ -188,19 +190,34 @@ class _Window(io.RawIOBase):
         return len(data)
 
 
-def _task_records(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Record]:
-    lp = _parser(limits)
+def _task_lines(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Line]:
+    """The numbered lines of a task: a whole input (any compression) or a range of a file."""
     if task.start == 0 and task.end is None:
-        yield from parse_path(task.path, stats=stats, parser=lp, source=task.source, limits=limits)
+        with open_input(task.path, limits, stats.damaged) as stream:
+            yield from iter_lines(stream, task.source, stats.damaged, limits)
         return
     offset = task.first_line
     length = None if task.end is None else task.end - task.start
     with open(task.path, "rb") as f:
         f.seek(task.start)
         stream = io.BufferedReader(_Window(f, length), buffer_size=1 * MiB)
-        lines = iter_lines(stream, task.source, stats.damaged, limits)
-        numbered = (Line(ln.number + offset, ln.text, ln.cut) for ln in lines)
-        yield from parse_lines(numbered, task.source, stats, lp)
+        for ln in iter_lines(stream, task.source, stats.damaged, limits):
+            yield Line(ln.number + offset, ln.text, ln.cut)
+
+
+def _task_records(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Record]:
+    lp = _parser(limits)
+    if task.start == 0 and task.end is None:
+        yield from parse_path(task.path, stats=stats, parser=lp, source=task.source, limits=limits)
+        return
+    yield from parse_lines(_task_lines(task, stats, limits), task.source, stats, lp)
+
+
+#: what a worker hands back per batch of lines in batch mode: the line path's records, the
+#: lane's rows reduced for the job builder, and the rows of the export's record tables (if asked)
+Batch = tuple[list[Record], list[Bulk], dict[str, Any] | None]
+#: builds the export's record-table rows of a batch: (records, lane frames, source) -> tables
+TableMaker = Callable[..., dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,10 +226,26 @@ class _Job:
     limits: Limits
     #: None: hand back records; else the jsonl options (kinds wanted, with text)
     jsonl: tuple[frozenset[str], bool] | None
+    #: hand back batches (ncclscope.parse.lane) instead of records
+    batches: bool = False
+    tables: TableMaker | None = None
+
+
+def _batches(job: _Job, stats: SourceStats) -> Iterator[Batch]:
+    from ncclscope.parse.lane import bulk_of, parse_batches
+
+    source = job.task.source
+    lines = _task_lines(job.task, stats, job.limits)
+    for records, frames in parse_batches(lines, source, stats, _parser(job.limits)):
+        bulks = [bulk_of(f, source) for f in frames]
+        tables = job.tables(records, frames, source=source) if job.tables is not None else None
+        yield records, bulks, tables
 
 
 def _run(job: _Job) -> tuple[Any, SourceStats]:
     stats = SourceStats(job.task.source)
+    if job.batches:
+        return list(_batches(job, stats)), stats
     records = _task_records(job.task, stats, job.limits)
     if job.jsonl is None:
         return list(records), stats
@@ -267,6 +300,8 @@ def _results(
     limits: Limits,
     jsonl: tuple[frozenset[str], bool] | None,
     stats_out: list[SourceStats],
+    batches: bool = False,
+    tables: TableMaker | None = None,
 ) -> Iterator[Any]:
     names = list(paths)
     n = workers or default_workers()
@@ -274,7 +309,13 @@ def _results(
     if n < 2 or len(tasks) < 2 or STDIN in names:
         # Nothing to share out: the same work in this process.
         for task in tasks:
-            payload, st = _run(_Job(task, limits, jsonl))
+            job = _Job(task, limits, jsonl, batches, tables)
+            if batches:
+                st = SourceStats(task.source)
+                stats_out.append(st)
+                yield _batches(job, st)  # streamed: a whole input is not held
+                continue
+            payload, st = _run(job)
             stats_out.append(st)
             yield payload
         return
@@ -291,7 +332,9 @@ def _results(
     try:
         with ctx.Pool(min(n, len(tasks))) as pool:
             for task, (payload, st) in zip(
-                tasks, pool.imap(_run, [_Job(t, limits, jsonl) for t in tasks]), strict=True
+                tasks,
+                pool.imap(_run, [_Job(t, limits, jsonl, batches, tables) for t in tasks]),
+                strict=True,
             ):
                 key = (task.path, task.source)
                 if task.start > 0 and key in by_source:
@@ -314,6 +357,20 @@ def parse_paths(
     ``workers`` processes (0: one per CPU). Statistics, one per input, go to ``stats_out``."""
     out = stats_out if stats_out is not None else []
     for chunk in _results(paths, workers, limits, None, out):
+        yield from chunk
+
+
+def batch_paths(
+    paths: Iterable[str],
+    workers: int = 0,
+    limits: Limits = DEFAULT_LIMITS,
+    stats_out: list[SourceStats] | None = None,
+    tables: TableMaker | None = None,
+) -> Iterator[Batch]:
+    """The batches (ncclscope.parse.lane) of ``paths`` in input order, parsed by ``workers``
+    processes: what ``JobBuilder.add_batch`` (and, with ``tables``, the exporter) takes."""
+    out = stats_out if stats_out is not None else []
+    for chunk in _results(paths, workers, limits, None, out, batches=True, tables=tables):
         yield from chunk
 
 
