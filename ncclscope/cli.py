@@ -19,6 +19,29 @@ from ncclscope import __version__
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _tune_memory() -> None:
+    """The command is a process of its own, so it may choose how Arrow and polars hand memory
+    back. Arrow's default pool (mimalloc) and polars' jemalloc keep freed pages for later, and
+    glibc raises its mmap threshold after each large free, so that the next buffers come from a
+    heap that fragments: an export of a COLL log sat near 300 MB and grew with the log. With the
+    system pool, no jemalloc decay and a fixed threshold it stays flat (benchmarks/bench.py).
+    The variables are read once, at import: a value the user set wins."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
+_M_MMAP_THRESHOLD = -3
+_tune_memory()
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2

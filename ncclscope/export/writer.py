@@ -46,7 +46,7 @@ from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, iter_lines
 
 #: rows buffered per table before a row group is written: bounds memory per table
-ROW_GROUP = 65_536
+ROW_GROUP = 32_768
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 #: columns whose values are (nearly) all distinct
 _UNIQUE_TEXT = frozenset({"text", "fields"})
