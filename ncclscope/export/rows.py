@@ -50,6 +50,9 @@ def batch_tables(
 ) -> dict[str, pa.Table]:
     """The rows of one batch for each record table that gets any, in input order."""
     rows: dict[str, list[Row]] = {t.name: [] for t in RECORD_TABLES}
+    # `records` gets a row per record: built as value tuples, turned into columns at once
+    # (dicts and from_pylist cost several times more per row)
+    values: list[tuple[Any, ...]] = []
     last_line = -1
     part = 0
     for rec in records:
@@ -58,12 +61,40 @@ def batch_tables(
             part += 1
         else:
             last_line, part = rec.line, 0
-        record_rows(rec, part, job_id, rows)
+        level = rec.level
+        values.append(
+            (
+                job_id,
+                rec.source,
+                rec.line,
+                part,
+                rec.KIND,
+                level.value if level is not None else None,
+                rec.host,
+                rec.pid,
+                rec.tid,
+                rec.dev,
+                rec.src_file,
+                rec.src_line,
+                rec.src_func,
+                rec.timestamp,
+                rec.launcher_rank,
+                rec.launcher_host,
+                rec.prefix,
+                _json(own_fields_to_dict(rec)),
+                rec.text,
+            )
+        )
+        if isinstance(rec, _ELSEWHERE):
+            record_rows(rec, job_id, rows)
     lane = rows_of_frames(frames, job_id, source) if frames else {}
     out: dict[str, pa.Table] = {}
     for table in RECORD_TABLES:
         name = table.name
-        batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
+        if name == RECORDS.name:
+            batch = _columns(values, table) if values else None
+        else:
+            batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
         extra = lane.get(name)
         if extra is not None:
             batch = extra if batch is None else pa.concat_tables([batch, extra])
@@ -73,32 +104,33 @@ def batch_tables(
     return out
 
 
-def record_rows(rec: Record, part: int, job_id: str, w: dict[str, list[Row]]) -> None:
-    """Append the rows of one record to the lists of the tables it goes to."""
-    level = rec.level
-    own = own_fields_to_dict(rec)
+#: the kinds with rows in record tables other than `records`
+_ELSEWHERE = (
+    Connection,
+    CollCall,
+    RingOrder,
+    RingNeighbors,
+    Trees,
+    NvlsTrees,
+    CollnetChains,
+    GraphTree,
+)
+
+
+def _columns(values: list[tuple[Any, ...]], table: Table) -> pa.Table:
+    schema = table.schema
+    columns = zip(*values, strict=True)
+    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+#: what json.dumps(own, ensure_ascii=False, separators=(",", ":")) builds on every call
+_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def record_rows(rec: Record, job_id: str, w: dict[str, list[Row]]) -> None:
+    """Append the rows of one record to the other record tables it goes to (not `records`)."""
     key = {"job_id": job_id, "source": rec.source, "line": rec.line}
-    w[RECORDS.name].append(
-        {
-            **key,
-            "part": part,
-            "kind": rec.KIND,
-            "level": level.value if level is not None else None,
-            "host": rec.host,
-            "pid": rec.pid,
-            "tid": rec.tid,
-            "dev": rec.dev,
-            "src_file": rec.src_file,
-            "src_line": rec.src_line,
-            "src_func": rec.src_func,
-            "timestamp": rec.timestamp,
-            "launcher_rank": rec.launcher_rank,
-            "launcher_host": rec.launcher_host,
-            "prefix": rec.prefix,
-            "fields": json.dumps(own, ensure_ascii=False, separators=(",", ":")),
-            "text": rec.text,
-        }
-    )
     proc = {"host": rec.host, "pid": rec.pid}
     if isinstance(rec, Connection):
         w[CONNECTIONS.name].append(

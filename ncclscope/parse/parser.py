@@ -113,6 +113,8 @@ class LineParser:
         self._m = markers()
         self._envelopes: dict[str, dict[str, Any]] = {}
         self._bodies: dict[str, Body | None] = {}
+        #: framework lines Lark was asked about: (prefix, body) of the record, or None
+        self._foreigns: dict[str, tuple[str | None, Body] | None] = {}
 
     @property
     def fast(self) -> FastPath | None:
@@ -337,6 +339,12 @@ class LineParser:
         )
 
     def _foreign(self, source: str, number: int, text: str, body: str) -> Record | None:
+        if body in self._foreigns:
+            cached = self._foreigns[body]
+            if cached is None:
+                return None
+            hit_prefix, hit = cached
+            return hit.cls(source=source, line=number, text=text, prefix=hit_prefix, **hit.fields)
         m = self._m
         starts: list[int] = []
         for literal in m.foreign_literals:
@@ -347,6 +355,13 @@ class LineParser:
             lead = len(body) - len(body.lstrip())
             if m.foreign_regex.match(body, lead):
                 starts.append(lead)
+        if not starts:
+            return None
+        # Lark is asked only here, and framework lines repeat (a watchdog's, a launcher's): the
+        # outcome for this text is kept.
+        if len(self._foreigns) >= _BODY_CACHE_MAX:
+            self._foreigns.clear()
+        self._foreigns[body] = None
         for pos in sorted(set(starts)):
             try:
                 parsed = self._lark.parse(body[pos:].strip(), start="foreign")
@@ -356,11 +371,13 @@ class LineParser:
             if isinstance(parsed, Body):
                 prefix = body[:pos].strip() or None
                 try:
-                    return parsed.cls(
+                    rec = parsed.cls(
                         source=source, line=number, text=text, prefix=prefix, **parsed.fields
                     )
                 except (TypeError, ValueError):
                     continue
+                self._foreigns[body] = (prefix, parsed)
+                return rec
         return None
 
 
