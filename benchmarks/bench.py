@@ -2,6 +2,7 @@
 
     python benchmarks/bench.py --quick      # ~4 MB COLL-heavy + ~1 MB init-heavy, under a minute
     python benchmarks/bench.py              # ~200 MB + ~20 MB (Lark alone takes minutes here)
+    python benchmarks/bench.py --big-mb 1000  # and a 1 GB COLL-heavy log: parse, diagnose, export
 
 Generates the logs with a fixed seed (benchmarks/synth.py), then runs every row once per round,
 rounds alternating, and reports the median: MB/s, lines/s, the ratio to the Python read-loop
@@ -72,6 +73,12 @@ ROWS: list[Row] = [
     Row(
         "export → Parquet, fast engine",
         [EXE, "export", "{file}", "-o", "{tmp}/out.parquet"],
+        {"NCCLSCOPE_ENGINE": "fast"},
+        needs="export",
+    ),
+    Row(
+        "export → Parquet, fast engine, all workers",
+        [EXE, "export", "--workers", "0", "{file}", "-o", "{tmp}/out-workers.parquet"],
         {"NCCLSCOPE_ENGINE": "fast"},
         needs="export",
     ),
@@ -218,6 +225,7 @@ def render(
     rounds: int,
     load: tuple[float, float] = (0.0, 0.0),
     note: str = "",
+    big: tuple[float, dict[str, Result]] | None = None,
 ) -> str:
     out = [
         "# Performance",
@@ -269,6 +277,8 @@ def render(
                 f"| {name}{marks} | {s:.2f} | {row_mb / s:,.1f} | {row_lines / s:,.0f} | "
                 f"{ratio:.1f} | {rss} |"
             )
+    out += _scaling(results)
+    out += _big_section(big)
     out += [
         "",
         f"`ncclscope --help` startup: {help_s:.2f} s (median).",
@@ -277,13 +287,88 @@ def render(
         "the fast path's regexes and the Lark scanners its first lines need); on inputs of a few "
         "MB it is most of the time, so the rates above understate the marginal rate; compiled "
         "regexes and generated code are kept in a per-user disk cache, so only a first run "
-        "compiles them. `parse --workers` and `diagnose --workers` split plain files of 2 MB "
-        "and more at line boundaries, in ranges of at most 4 MiB; on inputs this small the "
-        "workers' own start-up and the parent's share (writing, or unpickling and modelling "
-        "records) leave little to gain.",
+        "compiles them. `--workers` splits plain files of 2 MB and more at line boundaries, "
+        "in ranges of at most 4 MiB; workers start from a fork server once polars is loaded "
+        "(export, diagnose), so each pays its own start-up, and the parent keeps a share "
+        "(writing Parquet, or modelling what the workers hand back). Peak RSS is the main "
+        "process's. Collective calls go through the columnar lane (ncclscope/parse/lane.py); "
+        "the other lines through the line path.",
         "",
     ]
     return "\n".join(out)
+
+
+_PAIRS = (
+    ("parse → jsonl, fast engine", "parse → jsonl, fast engine, all workers"),
+    ("export → Parquet, fast engine", "export → Parquet, fast engine, all workers"),
+    ("diagnose, fast engine", "diagnose, fast engine, all workers"),
+)
+
+
+def _scaling(results: dict[str, dict[str, Result]]) -> list[str]:
+    """One line per input: how much faster all workers are than one, per command."""
+    out: list[str] = []
+    for k, rows in results.items():
+        parts = []
+        for one, many in _PAIRS:
+            a, b = rows.get(one), rows.get(many)
+            if a and b and a.seconds and b.seconds and not (a.error or b.error):
+                ratio = statistics.median(a.seconds) / statistics.median(b.seconds)
+                parts.append(f"{one.split(',')[0]} {ratio:.2f}×")
+        if parts:
+            out += [
+                "",
+                f"All workers ({os.cpu_count()}) against one, `{k}`: " + "; ".join(parts) + ".",
+            ]
+    return out
+
+
+BIG_ROWS = [
+    Row("parse → jsonl", [EXE, "parse", "{file}"]),
+    Row("diagnose", [EXE, "diagnose", "--fail-on", "never", "{file}"]),
+    Row("export → Parquet", [EXE, "export", "{file}", "-o", "{tmp}/big.parquet"]),
+]
+
+
+def measure_big(path: Path, tmp: Path, log: Callable[[str], None]) -> dict[str, Result]:
+    """Each big row once (minutes each): seconds and peak RSS."""
+    out: dict[str, Result] = {}
+    for row in BIG_ROWS:
+        argv = [a.format(file=path, tmp=tmp) for a in row.argv]
+        secs, rss, rc, err = run_child(argv, row.env)
+        res = Result([secs], rss)
+        if rc != 0:
+            res.error = f"exit {rc}: {err.strip()[-200:]}"
+        out[row.name] = res
+        log(f"  big {row.name:20} {secs:7.1f} s  {rss / 1024:6.0f} MiB")
+        shutil.rmtree(tmp / "big.parquet", ignore_errors=True)
+    return out
+
+
+def _big_section(big: tuple[float, dict[str, Result]] | None) -> list[str]:
+    if big is None:
+        return []
+    mb, rows = big
+    out = [
+        "",
+        f"## a {mb / 1000:.1f} GB COLL-heavy log (each row once)",
+        "",
+        "| what | s | MB/s | peak RSS MiB |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, res in rows.items():
+        if res.error:
+            out.append(f"| {name} | failed: {res.error} | | |")
+            continue
+        s = res.seconds[0]
+        out.append(f"| {name} | {s:.1f} | {mb / s:.1f} | {res.rss_kb / 1024:.0f} |")
+    parse, diag = rows.get("parse → jsonl"), rows.get("diagnose")
+    if parse and diag and parse.seconds and diag.seconds:
+        out += [
+            "",
+            f"`diagnose` takes {diag.seconds[0] / parse.seconds[0]:.2f}× the time of `parse`.",
+        ]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -299,6 +384,13 @@ def main(argv: list[str] | None = None) -> int:
         "--keep", type=Path, default=None, help="directory to keep the generated logs in"
     )
     ap.add_argument("--note", default="", help="a sentence about the run for the doc")
+    ap.add_argument(
+        "--big-mb",
+        type=int,
+        default=0,
+        help="also generate a COLL-heavy log of this many MB and run parse, diagnose and export "
+        "on it once each (1000: the 1 GB check of issue #5; minutes)",
+    )
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
     rounds = args.rounds or (1 if args.quick else 3)
@@ -317,8 +409,14 @@ def main(argv: list[str] | None = None) -> int:
             {"coll": coll, "init": init}, rounds, Path(td), log, 0.5 if args.quick else None
         )
         help_s = startup(rounds)
+        big = None
+        if args.big_mb:
+            path = work / f"coll-{args.big_mb}MB.log"
+            if not path.exists():
+                synth.write_coll_heavy(path, args.big_mb * 1_000_000)
+            big = (path.stat().st_size / 1e6, measure_big(path, Path(td), log))
     load = (load_before, os.getloadavg()[0])
-    text = render(results, facts, help_s, args.quick, rounds, load, args.note)
+    text = render(results, facts, help_s, args.quick, rounds, load, args.note, big)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)
