@@ -1,26 +1,26 @@
 """The columnar lane: the high-volume kinds (one line per collective per rank) typed a batch at a
-time by polars, with the same records the line-at-a-time path gives.
+time with polars, giving the records the line-at-a-time path gives.
 
 A COLL-heavy log is mostly one or two message shapes repeated millions of times; paying Python's
-per-line costs (a regex match per token family, a dataclass, a dict per Parquet row) for each of
-them is what kept export at a few MB/s. The lane takes a batch of lines and:
+per-line costs (the opening scan and family dispatch, a dataclass, a dict per Parquet row, a JSON
+dump) for each of them is what kept export at a few MB/s. The lane takes a batch of lines and:
 
-1. keeps the lines the line path would read unchanged: printable ASCII (so cleaning is a no-op),
-   no cut, one level marker, no collector tail, within the parse cap; splits them there
-   (envelope, level, message) with the grammar's own ``LEVEL`` terminal;
-2. matches the messages against the terminal sequences of the high-volume families that the
-   grammar-derived fast path (ncclscope.parse.fast) has used, compiled to polars' regex dialect:
-   the fast path's regex without the lexer lookaheads and atomic groups. Where the exact regex
-   (lookaheads, atomic groups and the opening scanner's first-token check) matches, this one's
-   captures are the same: the atomic choices are the backtracking engine's first choices and
-   they succeed, so leftmost-first matching takes them too;
-3. checks each row with the exact Python regex and the opening scanner (a line that fails goes
-   back to the line path), converts captures as ``transform`` does (text, int, hex; a value
-   polars cannot hold exactly goes back too), and joins each distinct envelope text with its
-   parse by the line path.
+1. keeps, in polars, the lines the line path would read unchanged: printable ASCII (so cleaning
+   is a no-op), not cut, one match of the grammar's ``LEVEL`` terminal (INFO or TRACE), no
+   collector or launcher tail, within the parse cap; and splits them there into envelope, level
+   and message, as ``LineParser.split`` does;
+2. decides each message with the exact regex of a terminal sequence the fast path
+   (ncclscope.parse.fast) adopted for a high-volume family (past its checks against Lark), after
+   the opening scanner's first-token check: the very test tier 1 applies. A keyword every
+   message of the sequence holds keeps the other lines from reaching Python at all;
+3. converts the captured groups in polars as ``transform`` does (text, int, hex); a value polars
+   cannot hold exactly sends its line back to the line path; and joins each distinct envelope
+   text with its parse by the line path's own ``envelope``.
 
-What goes back to the line path is parsed there, so the lane only ever speeds up; the records
-are identical (tests/test_lane.py compares both on every fixture and the synthetic logs).
+Only sequences whose record is flat (one token per field, plain defaults) are adopted; the
+rest, and every line the lane declines, is parsed by the line path, so the lane only ever speeds
+things up. tests/test_lane.py compares both on every fixture, on synthetic logs, on lines the
+lane must decline and on error chains cut by batch boundaries.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class LaneField:
 
 @dataclass(slots=True, eq=False)
 class LaneSequence:
-    """One terminal sequence of a high-volume family, in both regex dialects."""
+    """One terminal sequence of a high-volume family: its exact regex and field conversions."""
 
     cls: type[Record]
     first: str
@@ -132,10 +132,6 @@ class LaneBatch:
     frames: list[LaneFrame] = field(default_factory=list)
     rest: list[Line] = field(default_factory=list)
 
-    @property
-    def typed(self) -> int:
-        return sum(f.rows.height for f in self.frames)
-
 
 def _conv_of(tok: Token, coerce: Any) -> str | None:
     conv = terminal_converter(tok.type)
@@ -165,6 +161,10 @@ def compile_sequence(fast: FastPath, terminals: tuple[str, ...]) -> LaneSequence
     seen: set[str] = set()
     for child in tree.children:
         if isinstance(child, Token):
+            # The builder converts every token it keeps; a conversion that could fail there
+            # (and send the line to Lark) must not be skipped here.
+            if terminal_converter(child.type) is not None:
+                raise Underivable(f"converted token {child.type} outside a field")
             continue
         if not isinstance(child, Tree) or str(child.data) in KINDS:
             raise Underivable("nested part")
