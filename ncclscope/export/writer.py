@@ -124,8 +124,11 @@ class TableWriter:
             self._schema,
             compression="zstd",
             filesystem=dest.arrow,
-            # Every line's text is unique: a dictionary would only cost memory and time.
+            compression_level=1,
+            # Every line's text is unique: a dictionary, or min/max statistics that no filter
+            # can use, would only cost memory and time.
             use_dictionary=[c for c in self._schema.names if c not in _UNIQUE_TEXT],
+            write_statistics=[c for c in self._schema.names if c not in _UNIQUE_TEXT],
         )
 
     def add(self, row: Row) -> None:
