@@ -287,12 +287,15 @@ def render(
         "the fast path's regexes and the Lark scanners its first lines need); on inputs of a few "
         "MB it is most of the time, so the rates above understate the marginal rate; compiled "
         "regexes and generated code are kept in a per-user disk cache, so only a first run "
-        "compiles them. `--workers` splits plain files of 2 MB and more at line boundaries, "
-        "in ranges of at most 4 MiB; workers start from a fork server once polars is loaded "
-        "(export, diagnose), so each pays its own start-up, and the parent keeps a share "
-        "(writing Parquet, or modelling what the workers hand back). Peak RSS is the main "
-        "process's. Collective calls go through the columnar lane (ncclscope/parse/lane.py); "
-        "the other lines through the line path.",
+        "compiles them. `--workers` splits plain files at line boundaries, in ranges of at most "
+        "4 MiB: `parse` forks its workers and splits files of 2 MiB and more; `export` and "
+        "`diagnose` start theirs from a fork server (polars is loaded, and its thread pool does "
+        "not survive a fork), so each pays its own start-up (~1 s) and only files of 32 MiB and "
+        "more are split; the parent keeps a share (writing Parquet, or modelling what the "
+        "workers hand back). Peak RSS is the main process's, mapped library pages included "
+        "(a freshly installed environment, fully in the page cache, reads ~40-60 MB more). "
+        "Collective calls go through the columnar lane (ncclscope/parse/lane.py); the other "
+        "lines through the line path.",
         "",
     ]
     return "\n".join(out)

@@ -247,6 +247,7 @@ def test_workers_give_the_same_dataset_and_diagnosis(
     """Ranges of one file parsed by worker processes (lane and all): the same tables, the same
     model. The ranges are planned here, so smaller limits make the small log split."""
     monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES", 100_000)
+    monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES_SERVED", 100_000)
     monkeypatch.setattr(parallel, "MAX_RANGE_BYTES", 300_000)
     assert len(parallel.plan([str(coll_log)], 2)) > 2
     plan = JobPlan("job", (Input(str(coll_log)),))

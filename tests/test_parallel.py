@@ -27,6 +27,7 @@ KIB = 1024
 def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     """Split files of tens of KiB into ranges of 16 KiB, so tests stay fast and cut many times."""
     monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES", 32 * KIB)
+    monkeypatch.setattr(parallel, "MIN_SPLIT_BYTES_SERVED", 32 * KIB)
     monkeypatch.setattr(parallel, "MAX_RANGE_BYTES", 16 * KIB)
 
 

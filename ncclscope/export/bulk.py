@@ -433,6 +433,8 @@ class LocalEngine:
             display = None  # nothing to show: the summary says so
         # Fewer jobs than cores (one job: `ncclscope export`): the cores parse ranges of its files.
         split = cores if n == 1 and len(todo) == 1 and not is_process_local(plans, out) else 1
+        if split > 1 and not _splits(todo[0][0], split):
+            split = 1  # nothing large and plain to split: one process does it all
         report.workers = max(n, split)
         tasks = [JobTask(plan, out, None, hashes, split) for plan, hashes in todo]
         try:
@@ -449,6 +451,16 @@ class LocalEngine:
         finally:
             if display is not None:
                 display.stop()
+
+
+def _splits(plan: JobPlan, workers: int) -> bool:
+    """Whether any input of the job is a plain file large enough to be parsed in ranges."""
+    from ncclscope.parse.parallel import plan as range_plan
+
+    return any(
+        not inp.archive and not fs.is_url(inp.path) and len(range_plan([inp.path], workers)) > 1
+        for inp in plan.inputs
+    )
 
 
 def _run_pool(

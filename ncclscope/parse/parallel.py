@@ -45,6 +45,9 @@ from ncclscope.parse.reader import (
 
 #: a file smaller than this is one task: starting a range costs more than it saves
 MIN_SPLIT_BYTES = 2 * MiB
+#: the same where workers come from a fork server (once polars is loaded: export, diagnose):
+#: each then pays its own imports and grammar (~1 s), worth ~10 MB of parsing
+MIN_SPLIT_BYTES_SERVED = 32 * MiB
 #: the largest range: bounds what one result holds in memory on its way back, and lets the
 #: parent consume (write, unpickle, model) results while the workers parse later ranges, rather
 #: than wait for one large range per worker and then do all of that alone
@@ -117,12 +120,18 @@ def _count_newlines(f: BinaryIO, cuts: list[int]) -> list[int]:
     return out
 
 
+def min_split_bytes() -> int:
+    """The smallest file worth splitting, given how workers would start."""
+    forked = pool_context().get_start_method() == "fork"
+    return MIN_SPLIT_BYTES if forked else MIN_SPLIT_BYTES_SERVED
+
+
 def split_file(path: str, parts: int, limits: Limits = DEFAULT_LIMITS) -> list[Task] | None:
     """Byte ranges of a plain file, or None where it must be read whole (compressed, binary,
     not newline-separated, not a regular file, too small to be worth it)."""
     try:
         st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < MIN_SPLIT_BYTES or parts < 2:
+        if not stat.S_ISREG(st.st_mode) or st.st_size < min_split_bytes() or parts < 2:
             return None
         size = st.st_size
         with open(path, "rb") as f:
