@@ -24,7 +24,6 @@ from ncclscope.engine import run_rules
 from ncclscope.errors import InputError, NcclscopeError
 from ncclscope.export import fs
 from ncclscope.export.fs import Folder
-from ncclscope.export.rows import batch_tables
 from ncclscope.export.schemas import (
     COLLECTIVES,
     ERRORS,
@@ -39,7 +38,6 @@ from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import InitTimings
 from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import views
-from ncclscope.parse.lane import bulk_of, parse_batches
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parallel import default_workers
 from ncclscope.parse.parser import LineParser, SourceStats
@@ -322,7 +320,7 @@ class JobExport:
         from ncclscope.parse.parallel import batch_paths
 
         out: list[SourceStats] = []
-        tables = functools.partial(batch_tables, job_id=self.job_id)
+        tables = functools.partial(_worker_tables, job_id=self.job_id)
         try:
             for records, bulks, batch in batch_paths(
                 [inp.path], self.split, self.parser.limits, out, tables
@@ -370,6 +368,9 @@ class JobExport:
         self._source_row(inp.path, None, sha, _size(inp.path), stats, None)
 
     def _parse(self, reader: _HashingReader, source: str, stats: SourceStats) -> None:
+        from ncclscope.export.rows import batch_tables
+        from ncclscope.parse.lane import bulk_of, parse_batches
+
         lines = iter_lines(cast(BinaryIO, reader), source, stats.damaged, self.parser.limits)
         for records, frames in parse_batches(lines, source, stats, self.parser):
             tables = batch_tables(records, frames, self.job_id, source)
@@ -548,6 +549,17 @@ class JobExport:
             if name != SOURCES.name:
                 w.commit()
         src.commit()
+
+
+def _worker_tables(
+    records: list[Record], frames: list[Any], job_id: str, source: str
+) -> dict[str, pa.Table]:
+    """ncclscope.export.rows.batch_tables, imported where it runs: this process may then fork
+    its workers before polars is loaded here (a fork after polars' thread pool started can
+    deadlock), so they start fast and inherit the compiled grammar."""
+    from ncclscope.export.rows import batch_tables
+
+    return batch_tables(records, frames, job_id, source)
 
 
 def _size(path: str) -> int | None:

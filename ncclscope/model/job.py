@@ -107,7 +107,9 @@ class Bulk:
     #: (first line, slot, last line, the last record) per slot, by first line
     slots: list[tuple[int, SlotKey, int, Record]]
     first_line: int
-    #: the lines of these threads, sorted; asked only while an error chain is open
+    #: the threads the rows are on
+    threads: frozenset[ThreadKey]
+    #: the lines of these threads, sorted; asked only while an error chain is open on one of them
     thread_lines: Callable[[set[ThreadKey]], dict[ThreadKey, list[int]]]
 
 
@@ -312,7 +314,10 @@ class JobBuilder:
 def _merge_thread_lines(bulks: list[Bulk], threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
     out: dict[ThreadKey, list[int]] = {thread: [] for thread in threads}
     for b in bulks:
-        for thread, lines in b.thread_lines(threads).items():
+        wanted = threads & b.threads
+        if not wanted:
+            continue
+        for thread, lines in b.thread_lines(wanted).items():
             out.setdefault(thread, []).extend(lines)
     for lines in out.values():
         lines.sort()

@@ -506,6 +506,10 @@ def bulk_of(frame: LaneFrame, source: str) -> Bulk:
         processes=[(f, h, p, set(d)) for h, p, f, d in procs.iter_rows()],
         slots=slot_list,
         first_line=int(rows.get_column("line").min()),  # type: ignore[arg-type]
+        threads=frozenset(
+            (source, host, pid, tid)
+            for host, pid, tid in rows.select("host", "pid", "tid").unique().iter_rows()
+        ),
         thread_lines=_ThreadLines(source, rows.select("host", "pid", "tid", "line")),
     )
 
