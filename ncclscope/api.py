@@ -46,31 +46,15 @@ def build(
     other than 1 (0: one per CPU), the parsing runs on that many processes; the records, and
     so the model, are the same."""
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
+    from ncclscope.parse.parallel import batch_paths
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
-    if workers != 1:
-        from ncclscope.parse.parallel import batch_paths
-
-        stats: list[SourceStats] = []
-        for records, bulks, _tables in batch_paths(
-            [os.fspath(p) for p in paths], workers, limits, stats
-        ):
-            builder.add_batch(records, bulks)
-        return builder.finish(), stats
-    from ncclscope.parse.lane import bulk_of, parse_batches
-    from ncclscope.parse.reader import STDIN, iter_lines, open_input
-
-    parser = LineParser(limits=limits)
-    all_stats: list[SourceStats] = []
-    for path in paths:
-        name = STDIN if os.fspath(path) == STDIN else os.fspath(path)
-        st = SourceStats(name)
-        all_stats.append(st)
-        with open_input(path, limits, st.damaged) as stream:
-            lines = iter_lines(stream, name, st.damaged, limits)
-            for records, frames in parse_batches(lines, name, st, parser):
-                builder.add_batch(records, [bulk_of(f, name) for f in frames])
-    return builder.finish(), all_stats
+    stats: list[SourceStats] = []
+    for records, bulks, _tables in batch_paths(
+        [os.fspath(p) for p in paths], workers, limits, stats
+    ):
+        builder.add_batch(records, bulks)
+    return builder.finish(), stats
 
 
 def diagnose(

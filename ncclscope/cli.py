@@ -52,6 +52,18 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_ERROR)
 
 
+def workers_option(what: str, result: str) -> Callable[[F], F]:
+    """``--workers`` as parse, diagnose and export take it."""
+    return click.option(
+        "--workers",
+        type=click.IntRange(min=0),
+        default=1,
+        show_default=True,
+        help=f"{what}; large plain files are split at line boundaries. The {result} is the "
+        "same as with one.",
+    )
+
+
 class _Group(click.Group):
     """Turns our own exceptions into one line on stderr and exit 2."""
 
@@ -101,14 +113,7 @@ def main() -> None:
     help="Print per-file line accounting and the commonest unrecognized shapes instead of records.",
 )
 @click.option("--with-text", is_flag=True, help="Add each record's line as read (jsonl `text`).")
-@click.option(
-    "--workers",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Processes for jsonl and --stats (0: one per CPU); large files are split at line "
-    "boundaries. The output is the same as with one.",
-)
+@workers_option("Processes for jsonl and --stats (0: one per CPU)", "output")
 def parse(
     paths: tuple[str, ...],
     fmt: str,
@@ -245,14 +250,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
 )
-@click.option(
-    "--workers",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Processes that parse (0: one per CPU); large files are split at line boundaries. "
-    "The report is the same as with one.",
-)
+@workers_option("Processes that parse (0: one per CPU)", "report")
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
@@ -357,14 +355,7 @@ def dataset_options(func: F) -> F:
 @main.command()
 @dataset_options
 @click.option("--job-id", metavar="ID", help="The job id (default: the first path).")
-@click.option(
-    "--workers",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Processes (0: one per CPU); large plain files are split at line boundaries. The "
-    "dataset is the same as with one.",
-)
+@workers_option("Processes (0: one per CPU)", "dataset")
 def export(
     paths: tuple[str, ...],
     out: str,
@@ -387,7 +378,9 @@ def export(
     # With a pattern, inputs it does not match still form one job together.
     grouping = bulk.Grouping.of(job_id=job_id or paths[0], pattern=job_pattern)
     dest = out if is_url(out) else Path(out)
-    cores = workers or os.cpu_count() or 1
+    from ncclscope.parse.parallel import default_workers
+
+    cores = workers or default_workers()
     report = bulk.run(bulk.plan_jobs(files, grouping), dest, workers=cores, skip_known=False)
     click.echo(report.summary(dest))
 

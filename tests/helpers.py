@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
@@ -21,6 +24,19 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 def real_logs() -> list[Path]:
     """Every real log fixture (excerpts and long logs), sorted."""
     return sorted(REAL.glob("*.log")) + sorted((REAL / "long").glob("*.log"))
+
+
+def synth() -> ModuleType:
+    """benchmarks/synth.py (the benchmark's log generator, fixed seeds), loaded once."""
+    name = "ncclscope_bench_synth"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks/synth.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def provenance(log: Path) -> dict[str, Any]:

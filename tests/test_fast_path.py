@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -16,24 +13,11 @@ from ncclscope.parse.grammar import lark_parser
 from ncclscope.parse.parser import LineParser, parse_lines, parse_path
 from ncclscope.parse.reader import Line
 from ncclscope.parse.transform import Body
+from tests.helpers import real_logs, synth
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted((ROOT / "fixtures/real").glob("*.log")) + sorted(
-    (ROOT / "fixtures/real/long").glob("*.log")
-)
+FIXTURES = real_logs()
 #: the derivation must keep compiling at least this many families (the grammar only grows)
 MIN_FAMILIES = 20
-
-
-def _synth() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "ncclscope_bench_synth", ROOT / "benchmarks/synth.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
@@ -46,7 +30,7 @@ def test_fixture_records_identical(path: Path) -> None:
 
 
 def test_generated_coll_heavy_identical() -> None:
-    text = itertools.islice(_synth().coll_lines(seed=7), 12_000)
+    text = itertools.islice(synth().coll_lines(seed=7), 12_000)
     lines = [Line(i, t.rstrip("\n")) for i, t in enumerate(text, 1)]
     fast = list(parse_lines(lines, "synth", parser=LineParser("fast")))
     lark = list(parse_lines(lines, "synth", parser=LineParser("lark")))
@@ -65,7 +49,7 @@ def test_derivation_covers_families() -> None:
 
 def test_coll_lines_take_tier_one() -> None:
     fp = FastPath(lark_parser())
-    text = itertools.islice(_synth().coll_lines(seed=11), 20_000)
+    text = itertools.islice(synth().coll_lines(seed=11), 20_000)
     messages = [t.split(" NCCL INFO ", 1)[1].strip() for t in text if " NCCL INFO " in t]
     coll = [m for m in messages if "opCount" in m][:2_000]
     for m in coll:

@@ -3,14 +3,11 @@ model, the same diagnosis and the same Parquet tables, on every fixture and on s
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import itertools
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import polars as pl
@@ -25,28 +22,15 @@ from ncclscope.parse import lane, parallel
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
 from ncclscope.parse.reader import Damage, iter_lines
 from ncclscope.report.json_report import diagnosis_to_dict
+from tests.helpers import real_logs, synth
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = sorted((ROOT / "fixtures/real").glob("*.log")) + sorted(
-    (ROOT / "fixtures/real/long").glob("*.log")
-)
-
-
-def _synth() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "ncclscope_bench_synth_lane", ROOT / "benchmarks/synth.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+FIXTURES = real_logs()
 
 
 @pytest.fixture(scope="module")
 def coll_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("lane") / "coll.log"
-    _synth().write_coll_heavy(path, 1_500_000)
+    synth().write_coll_heavy(path, 1_500_000)
     return path
 
 

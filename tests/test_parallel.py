@@ -16,7 +16,7 @@ from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import jsonl_line, record_to_dict
 from ncclscope.parse import parallel
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
-from tests.test_fast_path import _synth
+from tests.helpers import synth
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures/real").glob("*.log"))[:3]
@@ -34,7 +34,7 @@ def small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def coll_log(tmp_path: Path) -> Path:
     path = tmp_path / "coll.log"
-    lines = itertools.islice(_synth().coll_lines(seed=3), 4000)
+    lines = itertools.islice(synth().coll_lines(seed=3), 4000)
     path.write_text("".join(lines), encoding="utf-8")
     return path
 
@@ -89,7 +89,7 @@ def test_records_identical_across_ranges_and_files(small_ranges: None, coll_log:
 
 
 def test_damaged_and_odd_inputs_identical(small_ranges: None, tmp_path: Path) -> None:
-    text = "".join(itertools.islice(_synth().coll_lines(seed=5), 1200))
+    text = "".join(itertools.islice(synth().coll_lines(seed=5), 1200))
     lines = text.splitlines(keepends=True)
     # CRLF, a BOM and NUL bytes at line starts in the middle, invalid UTF-8, an overlong line
     crlf = tmp_path / "crlf.log"
@@ -111,7 +111,7 @@ def test_a_range_never_starts_where_the_reader_would_sniff_differently(
     small_ranges: None, tmp_path: Path
 ) -> None:
     path = tmp_path / "bom.log"
-    lines = [ln.encode() for ln in itertools.islice(_synth().coll_lines(seed=9), 1200)]
+    lines = [ln.encode() for ln in itertools.islice(synth().coll_lines(seed=9), 1200)]
     offsets = list(itertools.accumulate(len(ln) for ln in lines))
     marked = {i for i in range(100, 1100, 37)}
     path.write_bytes(

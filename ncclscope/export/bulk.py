@@ -423,18 +423,16 @@ class LocalEngine:
     ) -> None:
         cores = self.workers or os.cpu_count() or 1
         todo, done = _triage(plans, known, cores)
-        n = max(1, min(cores, len(todo)))
-        if is_process_local(plans, out):
-            n = 1
-        report.workers = n
+        local = is_process_local(plans, out)
+        n = 1 if local else max(1, min(cores, len(todo)))
         for result in done:
             report.add(result)
         if not todo:
             display = None  # nothing to show: the summary says so
-        # Fewer jobs than cores (one job: `ncclscope export`): the cores parse ranges of its files.
-        split = cores if n == 1 and len(todo) == 1 and not is_process_local(plans, out) else 1
-        if split > 1 and not _splits(todo[0][0], split):
-            split = 1  # nothing large and plain to split: one process does it all
+        # One job and several cores (`ncclscope export`): the cores parse ranges of its large
+        # plain files, if it has any.
+        one = n == 1 and len(todo) == 1 and not local and cores > 1
+        split = cores if one and _splits(todo[0][0], cores) else 1
         report.workers = max(n, split)
         tasks = [JobTask(plan, out, None, hashes, split) for plan, hashes in todo]
         try:

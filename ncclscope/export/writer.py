@@ -143,12 +143,9 @@ class TableWriter:
         while self._pending_rows >= ROW_GROUP:
             self._write_full()
 
-    def rows_table(self, rows: list[Row]) -> pa.Table:
-        return pa.Table.from_pylist(rows, schema=self._schema)
-
     def _to_pending(self) -> None:
         if self._buffer:
-            batch = self.rows_table(self._buffer)
+            batch = pa.Table.from_pylist(self._buffer, schema=self._schema)
             self._buffer = []
             self._pending.append(batch)
             self._pending_rows += batch.num_rows

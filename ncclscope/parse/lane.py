@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import typing
 import weakref
 from collections.abc import Iterable, Iterator
 from collections.abc import Sequence as Seq
@@ -69,10 +70,9 @@ MAX_SKIP: Final = 16
 #: levels the lane takes: the high-volume kinds print at these, and neither opens an error chain
 LEVELS: Final = ("INFO", "TRACE")
 
-ENVELOPE: Final = tuple(
-    f.name for f in dataclasses.fields(Record) if f.name not in ("source", "line", "text", "level")
-)
-_INT_TYPES = {"pid", "tid", "dev", "src_line", "launcher_rank"}
+#: the record fields every line has whatever its envelope
+_GIVEN: Final = frozenset({"source", "line", "text", "level"})
+ENVELOPE: Final = tuple(f.name for f in dataclasses.fields(Record) if f.name not in _GIVEN)
 _INT_TEXT = r"^-?[0-9]{1,18}$"
 _HEX_TEXT = r"^(?:0[xX])?[0-9a-fA-F]{1,15}$"
 
@@ -465,11 +465,13 @@ def own_fields(cls: type[Record]) -> list[str]:
     ]
 
 
-_GIVEN: Final = frozenset({"source", "line", "text", "level"})
-
-
 def _env_schema() -> dict[str, Any]:
-    return {"env": pl.String, **{k: pl.Int64 if k in _INT_TYPES else pl.String for k in ENVELOPE}}
+    """The envelope columns' types, from Record's annotations (int or text)."""
+    hints = typing.get_type_hints(Record)
+    return {
+        "env": pl.String,
+        **{k: pl.Int64 if int in typing.get_args(hints[k]) else pl.String for k in ENVELOPE},
+    }
 
 
 def bulk_of(frame: LaneFrame, source: str) -> Bulk:

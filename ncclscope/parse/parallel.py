@@ -32,7 +32,14 @@ from ncclscope._mp import pool_context
 from ncclscope.model.job import Bulk
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
-from ncclscope.parse.parser import LineParser, SourceStats, parse_lines, parse_path
+from ncclscope.parse.parser import (
+    DEFAULT_ENGINE,
+    ENGINE_ENV,
+    LineParser,
+    SourceStats,
+    parse_lines,
+    parse_path,
+)
 from ncclscope.parse.reader import (
     DAMAGE_COUNTERS,
     STDIN,
@@ -171,8 +178,9 @@ _PARSER: LineParser | None = None
 
 def _parser(limits: Limits) -> LineParser:
     global _PARSER
-    if _PARSER is None or _PARSER.limits != limits:
-        _PARSER = LineParser(limits=limits)
+    engine = os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
+    if _PARSER is None or _PARSER.limits != limits or _PARSER.engine != engine:
+        _PARSER = LineParser(engine, limits)
     return _PARSER
 
 
@@ -215,11 +223,7 @@ def _task_lines(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Line
 
 
 def _task_records(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Record]:
-    lp = _parser(limits)
-    if task.start == 0 and task.end is None:
-        yield from parse_path(task.path, stats=stats, parser=lp, source=task.source, limits=limits)
-        return
-    yield from parse_lines(_task_lines(task, stats, limits), task.source, stats, lp)
+    yield from parse_lines(_task_lines(task, stats, limits), task.source, stats, _parser(limits))
 
 
 #: what a worker hands back per batch of lines in batch mode: the line path's records, the
