@@ -11,8 +11,10 @@ dump) for each of them is what kept export at a few MB/s. The lane takes a batch
    and message, as ``LineParser.split`` does;
 2. decides each message with the exact regex of a terminal sequence the fast path
    (ncclscope.parse.fast) adopted for a high-volume family (past its checks against Lark), after
-   the opening scanner's first-token check: the very test tier 1 applies. A keyword every
-   message of the sequence holds keeps the other lines from reaching Python at all;
+   the opening scanner's first-token check: the very test tier 1 applies. polars' regex engine
+   decides what it provably decides as Python's would (ncclscope.parse.vector: a COLL line in
+   full); Python's regexes decide the rest, a row at a time. A keyword every message of the
+   sequence holds keeps the other lines out of both;
 3. converts the captured groups in polars as ``transform`` does (text, int, hex); a value polars
    cannot hold exactly sends its line back to the line path; and joins each distinct envelope
    text with its parse by the line path's own ``envelope``.
@@ -42,8 +44,10 @@ from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, SlotKey, ThreadKey
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Record
+from ncclscope.parse import vector
 from ncclscope.parse.fast import VERIFY_FIRST, FastPath, Underivable, _keyword, _opened
 from ncclscope.parse.reader import Line
+from ncclscope.parse.rust_regex import Untranslatable
 from ncclscope.parse.transform import (
     _hex,
     _keep,
@@ -53,6 +57,7 @@ from ncclscope.parse.transform import (
     record_maker,
     terminal_converter,
 )
+from ncclscope.parse.vector import VectorSequence
 
 if TYPE_CHECKING:
     from ncclscope.parse.parser import LineParser, SourceStats
@@ -67,6 +72,9 @@ PROBES: Final = 24
 WORTH: Final = 0.25
 #: batches left to the line path while no sequence is adopted: 1, 2, 4, … up to this
 MAX_SKIP: Final = 16
+#: decide in polars what it provably decides as Python would (ncclscope.parse.vector); off,
+#: every row is decided by Python's regexes (tests compare the two)
+VECTOR = True
 #: levels the lane takes: the high-volume kinds print at these, and neither opens an error chain
 LEVELS: Final = ("INFO", "TRACE")
 
@@ -99,6 +107,8 @@ class LaneSequence:
     defaults: dict[str, Any]
     #: a literal every message of the sequence holds (None: no literal): a cheap vectorised gate
     keyword: str | None = None
+    #: its decision in polars (None: every row is decided in Python)
+    vector: VectorSequence | None = None
     hits: int = 0
 
 
@@ -191,6 +201,10 @@ def compile_sequence(fast: FastPath, terminals: tuple[str, ...]) -> LaneSequence
         lead + (f"(?P<g{i}>{body})" if kept else body)
         for i, (lead, body, kept) in enumerate(_opened(pieces))
     )
+    try:
+        vec: VectorSequence | None = vector.plan(fast, terminals)
+    except (Underivable, Untranslatable, re.error):
+        vec = None
     return LaneSequence(
         cls=cls,
         first=terminals[0],
@@ -199,6 +213,7 @@ def compile_sequence(fast: FastPath, terminals: tuple[str, ...]) -> LaneSequence
         fields=tuple(fields),
         defaults=defaults,
         keyword=_keyword(fast.compiler, [terminals]),
+        vector=vec,
     )
 
 
@@ -333,21 +348,22 @@ class Lane:
             )
         )
         taken = self._match(cand)
-        matched = sum(len(rows) for rows, _ in taken.values())
+        matched = sum(raw.height for raw in taken.values())
         if matched < cand.height:
             # Shapes not seen yet (or none adopted yet): let the fast path parse a few of the
             # others (spread over the batch), adopt what it used, and match again.
-            seen = {k for rows, _ in taken.values() for k in rows}
-            unmatched = [k for k in range(cand.height) if k not in seen]
+            seen = pl.concat([raw.get_column("k") for raw in taken.values()]) if taken else None
+            ks = pl.Series("k", range(cand.height), dtype=pl.Int64)
+            unmatched = (ks.filter(~ks.is_in(seen.implode())) if seen is not None else ks).to_list()
             step = max(1, len(unmatched) // PROBES)
             probes = cand.get_column("msg").gather(unmatched[::step][:PROBES]).to_list()
             if self._learn(probes):
                 taken = self._match(cand)
         claimed: set[int] = set()
-        for seq, (rows, groups) in taken.items():
-            if not rows:
+        for seq, raw in taken.items():
+            if not raw.height:
                 continue
-            frame = self._frame(seq, cand[rows], groups)
+            frame = self._frame(seq, cand, raw)
             if frame.height:
                 seq.hits += frame.height
                 out.frames.append(LaneFrame(seq.cls, frame))
@@ -374,47 +390,97 @@ class Lane:
         stats.records += n
         return out
 
-    def _match(self, cand: pl.DataFrame) -> dict[LaneSequence, tuple[list[int], list[Any]]]:
-        """Per sequence: the rows of ``cand`` its exact regex takes, and their groups."""
-        taken: dict[LaneSequence, tuple[list[int], list[Any]]] = {
-            s: ([], []) for s in self.sequences
-        }
+    def _match(self, cand: pl.DataFrame) -> dict[LaneSequence, pl.DataFrame]:
+        """Per sequence: the rows of ``cand`` its exact regex takes (column ``k``) and its
+        groups' text (columns named by ``LaneField.group``), in row order."""
         if not self.sequences:
-            return taken
-        # A message without any sequence's keyword cannot match: only the others reach Python.
+            return {}
+        # A message without any sequence's keyword cannot match: only the others are decided.
         msg = pl.col("msg")
+        picked = cand.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("k"), "msg")
         keywords = sorted({s.keyword for s in self.sequences if s.keyword})
         if len(keywords) == len({s.keyword for s in self.sequences}):
-            mask = pl.any_horizontal([msg.str.contains(k, literal=True) for k in keywords])
-            picked = cand.with_row_index("k").filter(mask).select("k", "msg")
-            positions = picked.get_column("k").to_list()
-            msgs = picked.get_column("msg").to_list()
-        else:
-            positions = list(range(cand.height))
-            msgs = cand.get_column("msg").to_list()
+            picked = picked.filter(
+                pl.any_horizontal([msg.str.contains(k, literal=True) for k in keywords])
+            )
+        parts: dict[LaneSequence, list[pl.DataFrame]] = {s: [] for s in self.sequences}
+        rest = self._decide(picked, parts) if VECTOR else picked
+        if rest.height:
+            self._python(rest, parts)
+        out: dict[LaneSequence, pl.DataFrame] = {}
+        for seq, frames in parts.items():
+            frames = [f for f in frames if f.height]
+            if frames:
+                whole = pl.concat(frames) if len(frames) > 1 else frames[0]
+                out[seq] = whole.sort("k") if len(frames) > 1 else whole
+        return out
+
+    def _decide(
+        self, picked: pl.DataFrame, parts: dict[LaneSequence, list[pl.DataFrame]]
+    ) -> pl.DataFrame:
+        """Take what polars decides (ncclscope.parse.vector); the rows it leaves undecided."""
+        n = picked.height
+        if not n:
+            return picked
+        states: dict[LaneSequence, tuple[pl.Series, pl.DataFrame]] = {}
+        for seq in self.sequences:
+            if seq.vector is not None:
+                states[seq] = vector.decide(self.fast, seq.vector, picked)
+        if not states:
+            return picked
+        unsure = pl.Series([vector.UNSURE] * n, dtype=pl.Int32)
+        claimed = pl.Series([False] * n)
+        rejected = pl.Series([True] * n)
+        ks = picked.get_column("k")
+        for seqs in self._by_first.values():
+            prior = pl.Series([True] * n)
+            for seq in seqs:
+                decided = states.get(seq)
+                state = decided[0] if decided is not None else unsure
+                take = prior & (state == vector.ACCEPT)
+                prior = prior & (state == vector.REJECT)
+                if decided is not None and take.any():
+                    groups = decided[1]
+                    taken = groups.filter(pl.col("k").is_in(ks.filter(take).implode()))
+                    parts[seq].append(taken.select("k", *[pl.col(g) for g in seq.groups]))
+                    claimed = claimed | take
+            rejected = rejected & prior
+        return picked.filter(~claimed & ~rejected)
+
+    def _python(self, rows: pl.DataFrame, parts: dict[LaneSequence, list[pl.DataFrame]]) -> None:
+        """Decide rows one at a time with Python's regexes: the opening scanner's first token,
+        then the exact regexes of the sequences it begins."""
+        taken: dict[LaneSequence, tuple[list[int], list[Any]]] = {}
         opening = self.fast.opening.match
         by_first = self._by_first
         empty: list[LaneSequence] = []
-        for k, msg_text in zip(positions, msgs, strict=True):
+        ks = rows.get_column("k").to_list()
+        msgs = rows.get_column("msg").to_list()
+        for k, msg_text in zip(ks, msgs, strict=True):
             for seq in by_first.get(opening(msg_text), empty):  # type: ignore[arg-type]
                 m = seq.exact.match(msg_text)
                 if m is not None:
-                    rows, groups = taken[seq]
-                    rows.append(k)
+                    if seq not in taken:
+                        taken[seq] = ([], [])
+                    got, groups = taken[seq]
+                    got.append(k)
                     groups.append(m.group(*seq.groups))
                     break
-        return taken
+        for seq, (got, groups) in taken.items():
+            # m.group(a) is a value, m.group(a, b) a tuple
+            columns = [groups] if len(seq.groups) == 1 else list(zip(*groups, strict=True))
+            raw = {"k": pl.Series(got, dtype=pl.Int64)}
+            for g, col in zip(seq.groups, columns, strict=True):
+                raw[g] = pl.Series(list(col), dtype=pl.String)
+            parts[seq].append(pl.DataFrame(raw))
 
-    def _frame(self, seq: LaneSequence, hit: pl.DataFrame, groups: list[Any]) -> pl.DataFrame:
-        """The rows of ``hit`` typed by ``seq``, from its exact regex's groups; a value polars
-        cannot convert exactly leaves its line to the line path."""
-        one = len(seq.groups) == 1  # m.group(a) is a value, m.group(a, b) a tuple
-        columns = [groups] if one else [list(c) for c in zip(*groups, strict=True)]
-        raw = pl.DataFrame(
-            {f.group: col for f, col in zip(seq.fields, columns, strict=True)},
-            schema={f.group: pl.String for f in seq.fields},
+    def _frame(self, seq: LaneSequence, cand: pl.DataFrame, raw: pl.DataFrame) -> pl.DataFrame:
+        """The rows of ``cand`` that ``raw`` names (``k``), typed by ``seq`` from its groups'
+        text; a value polars cannot convert exactly leaves its line to the line path."""
+        hit = pl.concat(
+            [cand.select(pl.all().gather(raw.get_column("k"))), raw.drop("k")],
+            how="horizontal",
         )
-        hit = pl.concat([hit, raw], how="horizontal")
         values: dict[str, pl.Expr] = {}
         checks: list[pl.Expr] = []
         for f in seq.fields:

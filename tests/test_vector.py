@@ -1,0 +1,281 @@
+"""The lane's decisions in polars (ncclscope.parse.vector, ncclscope.parse.rust_regex) held
+against Python's own: every accept must be Python's match with Python's groups, every reject a
+message Python's exact regex rejects. Real messages are mutated where the two engines could part
+(spaces, glued tokens, hex letters running into the next word, lookahead text)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ncclscope.parse import lane, rust_regex, vector
+from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.reader import Line
+from tests.helpers import real_logs, synth
+
+_OPCOUNT = re.compile(r"NCCL (?:INFO|TRACE) (.*opCount.*)$")
+
+
+def _coll_messages() -> list[str]:
+    """COLL messages: the synthetic log's and every fixture's (all NCCL versions there)."""
+    out: list[str] = []
+    path = Path(tempfile.mkdtemp()) / "coll.log"
+    synth().write_coll_heavy(path, 400_000)
+    for p in [path, *real_logs()]:
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for text in f:
+                m = _OPCOUNT.search(text)
+                if m and m.group(1).isascii() and m.group(1).isprintable():
+                    out.append(m.group(1).strip(" "))
+    return sorted(set(out))
+
+
+@cache
+def _setup() -> tuple[LineParser, lane.Lane, list[str]]:
+    parser = LineParser()
+    msgs = _coll_messages()
+    lines = []
+    for n, m in enumerate(msgs[:2000]):
+        lines.append(Line(n + 1, f"host:1:2 [0] NCCL INFO {m}", 0))
+    st_ = SourceStats("s")
+    for _ in lane.parse_batches(lines, "s", st_, parser):
+        pass
+    the_lane = lane.lane_of(parser)
+    assert the_lane is not None
+    return parser, the_lane, msgs
+
+
+_TRICKY = " :x0123456789abcdefABCDEF()[]=-nilopCountsendbufcm"
+
+
+def _mutate(rng: random.Random, msg: str) -> str:
+    chars = list(msg)
+    for _ in range(rng.randint(1, 3)):
+        pos = rng.randrange(len(chars) + 1)
+        what = rng.random()
+        if what < 0.35 and pos < len(chars):
+            del chars[pos]
+        elif what < 0.7:
+            chars.insert(pos, rng.choice(_TRICKY))
+        elif pos < len(chars):
+            chars[pos] = rng.choice(_TRICKY)
+    return "".join(chars).strip(" ")
+
+
+def _python(
+    parser: LineParser, seq: lane.LaneSequence, msg: str
+) -> tuple[bool, tuple[str, ...] | None]:
+    """(the opening scanner picks the sequence's first terminal, the exact regex's groups)."""
+    assert parser.fast is not None
+    m = seq.exact.match(msg)
+    groups = None
+    if m is not None:
+        groups = tuple(m.group(g) for g in (seq.vector.groups if seq.vector else ()))
+    return parser.fast.opening.match(msg) == seq.first, groups
+
+
+def _check(msgs: list[str]) -> tuple[int, int]:
+    """Hold every vectorised sequence's answers on ``msgs`` against Python's; (accepts, rejects)."""
+    parser, the_lane, _ = _setup()
+    assert parser.fast is not None
+    msgs = [m for m in msgs if m]
+    rows = pl.DataFrame(
+        {"k": range(len(msgs)), "msg": msgs}, schema={"k": pl.Int64, "msg": pl.String}
+    )
+    accepts = rejects = 0
+    for seq in the_lane.sequences:
+        if seq.vector is None:
+            continue
+        state, groups = vector.decide(parser.fast, seq.vector, rows)
+        got = {row[0]: row[1:] for row in groups.iter_rows()}
+        for k, (msg, s) in enumerate(zip(msgs, state.to_list(), strict=True)):
+            opened, py = _python(parser, seq, msg)
+            if s == vector.ACCEPT:
+                accepts += 1
+                assert opened and py is not None, msg
+                assert got[k] == py, msg
+            elif s == vector.REJECT:
+                rejects += 1
+                assert py is None, msg
+    return accepts, rejects
+
+
+def test_coll_sequence_is_decided_in_polars_without_row_checks() -> None:
+    _parser, the_lane, _ = _setup()
+    coll = [s for s in the_lane.sequences if s.cls.KIND == "coll_call"]
+    assert coll, "no COLL sequence adopted"
+    assert any(s.vector is not None and not s.vector.checks for s in coll)
+
+
+def test_real_messages_accepted_as_python_parses_them() -> None:
+    _, _, msgs = _setup()
+    accepts, _ = _check(msgs)
+    # nearly every real COLL message is decided in polars (a few print fields the lane leaves)
+    assert accepts >= 0.9 * len(msgs)
+
+
+def test_mutated_messages_agree_with_python() -> None:
+    _, _, msgs = _setup()
+    rng = random.Random(5)
+    mutated = [_mutate(rng, rng.choice(msgs)) for _ in range(30_000)]
+    accepts, rejects = _check(mutated)
+    # the mutations must exercise both answers, or this test proves nothing
+    assert accepts > 1000 and rejects > 1000
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_mutations_agree_with_python(data: st.DataObject) -> None:
+    _, _, msgs = _setup()
+    base = data.draw(st.sampled_from(msgs))
+    edits = data.draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, len(base)),
+                st.sampled_from(["ins", "del", "sub"]),
+                st.sampled_from(list(_TRICKY)),
+            ),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    chars = list(base)
+    for pos, op, ch in edits:
+        pos = min(pos, len(chars))
+        if op == "ins":
+            chars.insert(pos, ch)
+        elif pos < len(chars):
+            if op == "del":
+                del chars[pos]
+            else:
+                chars[pos] = ch
+    _check(["".join(chars).strip(" ")])
+
+
+def test_lane_match_same_with_and_without_polars_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, the_lane, msgs = _setup()
+    rng = random.Random(11)
+    batch = [m for m in msgs[:3000]] + [_mutate(rng, rng.choice(msgs)) for _ in range(5000)]
+    cand = pl.DataFrame({"msg": [m for m in batch if m]})
+
+    def as_rows(
+        taken: dict[lane.LaneSequence, pl.DataFrame],
+    ) -> dict[int, list[tuple[object, ...]]]:
+        return {id(s): sorted(df.iter_rows()) for s, df in taken.items()}
+
+    monkeypatch.setattr(lane, "VECTOR", True)
+    with_polars = as_rows(the_lane._match(cand))
+    monkeypatch.setattr(lane, "VECTOR", False)
+    without = as_rows(the_lane._match(cand))
+    assert with_polars == without
+
+
+# -- the translation itself ---------------------------------------------------------------------
+
+
+def _terminal_patterns() -> list[str]:
+    parser, _, _ = _setup()
+    assert parser.fast is not None
+    return sorted({t.pattern.to_regexp() for t in parser.fast.lark.terminals})
+
+
+def _corpus() -> list[str]:
+    _, _, msgs = _setup()
+    rng = random.Random(3)
+    words = [w for m in msgs[:200] for w in m.split(" ")]
+    out = list(msgs[:300]) + words[:2000]
+    out += [_mutate(rng, rng.choice(words or ["x"])) for _ in range(2000)]
+    for path in real_logs()[:40]:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for text in itertools.islice(f, 400):
+                _, _, msg = text.partition(" NCCL INFO ")
+                msg = msg.strip()
+                if msg.isascii() and msg.isprintable():
+                    out.append(msg)
+    return [s for s in out if s]
+
+
+def _rust_first(pattern: str, texts: list[str]) -> list[str | None]:
+    return pl.Series(texts).str.extract(f"^({pattern})", 1).to_list()
+
+
+def test_exact_translation_matches_as_python_does() -> None:
+    """Every grammar terminal Rust can run exactly: same match, same text, on real messages."""
+    texts = _corpus()
+    tried = 0
+    for pattern in _terminal_patterns():
+        try:
+            rust = rust_regex.translate(pattern, "exact")
+        except rust_regex.Untranslatable:
+            continue
+        tried += 1
+        compiled = re.compile(pattern)
+        expect = [(m.group(0) if (m := compiled.match(t)) else None) for t in texts]
+        assert _rust_first(rust, texts) == expect, pattern
+    assert tried > 100
+
+
+def test_superset_translation_never_misses_a_python_match() -> None:
+    texts = _corpus()
+    for pattern in _terminal_patterns():
+        try:
+            rust = rust_regex.translate(pattern, "superset", tail=True)
+        except rust_regex.Untranslatable:
+            continue
+        compiled = re.compile(pattern)
+        found = pl.Series(texts).str.contains(f"^(?:{rust})").to_list()
+        for t, f in zip(texts, found, strict=True):
+            if compiled.match(t):
+                assert f, (pattern, t)
+
+
+def _all_ends(pattern: re.Pattern[str], text: str) -> set[int]:
+    return {n for n in range(len(text) + 1) if pattern.fullmatch(text, 0, n)}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "follow"),
+    [
+        ("[0-9a-f]+", " "),
+        ("0x[0-9a-f]+|\\(nil\\)", " "),
+        ("-?\\d+", " d"),
+        ("abc", "a "),
+        ("[0-9a-f]+", " s"),
+    ],
+)
+def test_munch_unique_is_true_where_proved(pattern: str, follow: str) -> None:
+    """Where munch_unique holds, Python's first match is the only match a ``follow`` character
+    (or the end) can come after: checked on every short string over the relevant characters."""
+    items = rust_regex.parse(pattern)
+    fset = frozenset(ord(c) for c in follow)
+    assert rust_regex.munch_unique(list(items), fset)
+    compiled = re.compile(pattern)
+    atomic = re.compile(f"(?>{pattern})")
+    alphabet = "0af-x(nil) 1dsz"
+    for size in range(1, 6):
+        for chars in itertools.product(alphabet, repeat=size):
+            text = "".join(chars)
+            first = atomic.match(text)
+            viable = {e for e in _all_ends(compiled, text) if e == len(text) or text[e] in follow}
+            if first is None:
+                assert not viable, text
+            else:
+                assert viable <= {first.end()}, text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "follow"),
+    [("[0-9a-f]+", " c"), ("Reduce|ReduceScatter", " "), ("-?\\d*", " -"), ("a|ab", " ")],
+)
+def test_munch_unique_refuses_what_is_not_so(pattern: str, follow: str) -> None:
+    items = rust_regex.parse(pattern)
+    assert not rust_regex.munch_unique(list(items), frozenset(ord(c) for c in follow))
