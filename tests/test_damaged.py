@@ -25,20 +25,24 @@ from typing import Any
 import pytest
 import zstandard
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ncclscope.cli import main
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.serialize import record_to_dict
+from ncclscope.parse import reader
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import SourceStats, parse_lines, parse_path, parse_text
 from ncclscope.parse.reader import (
     Damage,
+    Line,
     clean_for_parsing,
     iter_lines,
     iter_members,
     unsafe_member_reason,
 )
-from tests.helpers import REAL
+from tests.helpers import REAL, real_logs
 
 BASES = [
     REAL / "long" / "L01-sglang-2node-roce-gdrdma-2.29.log",
@@ -773,3 +777,47 @@ def test_parse_text_and_parse_path_agree_on_damage(tmp_path: Path) -> None:
     got = parse_bytes(tmp_path, text.encode())
     assert st_text.damaged.counts() == got.damage.counts()
     assert st_text.lines == got.stats.lines == 3
+
+
+# -- text batches (reader.iter_text) against the line-at-a-time path ------------------------------
+
+_PIECES = [b"NCCL INFO x", b"\n", b"\r\n", b"\r", b" ", b"\xc3\xa9", b"\xff", b"\x00", b"ab" * 5]
+
+
+def _read_all(data: bytes, batches: bool, chunk: int, cap: int) -> tuple[list[Line], Damage]:
+    damage = Damage()
+    limits = Limits(max_line_bytes=cap, max_parse_chars=cap)
+    old = (reader._CHUNK, reader.TEXT_BATCHES)
+    reader._CHUNK, reader.TEXT_BATCHES = chunk, batches
+    try:
+        out: list[Line] = []
+        for item in reader.iter_batches(io.BytesIO(data), "s", damage, limits, size=5, offset=3):
+            out.extend(item.lines() if isinstance(item, reader.TextBatch) else item)
+    finally:
+        reader._CHUNK, reader.TEXT_BATCHES = old
+    return out, damage
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=60),
+    st.integers(1, 40),
+    st.integers(4, 30),
+)
+def test_text_batches_give_the_lines_of_the_line_path(
+    parts: list[bytes], chunk: int, cap: int
+) -> None:
+    data = b"".join(parts)
+    with_batches, dmg_a = _read_all(data, True, chunk, cap)
+    without, dmg_b = _read_all(data, False, chunk, cap)
+    assert with_batches == without
+    assert dmg_a == dmg_b
+
+
+def test_text_batches_on_every_fixture() -> None:
+    for path in real_logs():
+        data = path.read_bytes()
+        with_batches, dmg_a = _read_all(data, True, 1 << 12, 1 << 20)
+        without, dmg_b = _read_all(data, False, 1 << 12, 1 << 20)
+        assert with_batches == without, path
+        assert dmg_a == dmg_b, path

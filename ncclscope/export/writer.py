@@ -41,7 +41,7 @@ from ncclscope.model.views import views
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parallel import default_workers
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.reader import Damage, iter_lines
+from ncclscope.parse.reader import Damage, iter_batches
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 32_768
@@ -366,9 +366,11 @@ class JobExport:
 
     def _parse(self, reader: _HashingReader, source: str, stats: SourceStats) -> None:
         from ncclscope.export.rows import batch_tables
-        from ncclscope.parse.lane import bulk_of, parse_batches
+        from ncclscope.parse.lane import BATCH_LINES, bulk_of, parse_batches
 
-        lines = iter_lines(cast(BinaryIO, reader), source, stats.damaged, self.parser.limits)
+        lines = iter_batches(
+            cast(BinaryIO, reader), source, stats.damaged, self.parser.limits, BATCH_LINES
+        )
         for records, frames in parse_batches(lines, source, stats, self.parser):
             tables = batch_tables(records, frames, self.job_id, source)
             self._batch(records, [bulk_of(f, source) for f in frames], tables)

@@ -28,7 +28,6 @@ lane must decline and on error chains cut by batch boundaries.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import re
 import typing
 import weakref
@@ -46,7 +45,7 @@ from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Record
 from ncclscope.parse import vector
 from ncclscope.parse.fast import VERIFY_FIRST, FastPath, Underivable, _keyword, _opened
-from ncclscope.parse.reader import Line
+from ncclscope.parse.reader import Line, Lines, TextBatch
 from ncclscope.parse.rust_regex import Untranslatable
 from ncclscope.parse.transform import (
     _hex,
@@ -272,11 +271,11 @@ class Lane:
 
     # -- batches ---------------------------------------------------------------------------------
 
-    def take(self, lines: list[Line], stats: SourceStats) -> LaneBatch:
+    def take(self, lines: Lines, stats: SourceStats) -> LaneBatch:
         """Type what the lane can of ``lines`` and account for it in ``stats``."""
         out = LaneBatch()
-        if stats.damaged.binary or len(lines) < MIN_ROWS:
-            out.rest = lines
+        if stats.damaged.binary or _count(lines) < MIN_ROWS:
+            out.rest = _as_lines(lines)
             return out
         # A line the lane can take holds a keyword of the sequences it adopted: where few lines
         # do, the polars passes cost more than they save.
@@ -284,7 +283,7 @@ class Lane:
             keywords = self._keywords
             if keywords is None or _share(lines, keywords) >= WORTH:
                 return self._take(lines, stats)
-            out.rest = lines
+            out.rest = _as_lines(lines)
             return out
         # None adopted yet: probe where the high-volume families' keywords are common, and
         # now and then elsewhere (families without a keyword).
@@ -294,7 +293,7 @@ class Lane:
             # Nothing adopted, no keyword to go by: probe again only after a while (twice as
             # long after each batch that taught nothing).
             self._skip -= 1
-            out.rest = lines
+            out.rest = _as_lines(lines)
             return out
         out = self._take(lines, stats)
         if self.sequences:
@@ -312,15 +311,19 @@ class Lane:
             return None
         return tuple(sorted(k for k in kws if k is not None))
 
-    def _take(self, lines: list[Line], stats: SourceStats) -> LaneBatch:
+    def _take(self, lines: Lines, stats: SourceStats) -> LaneBatch:
         out = LaneBatch()
+        if isinstance(lines, TextBatch):
+            n = len(lines.texts)
+            numbers: Any = range(lines.first, lines.first + n)
+            texts: Any = lines.texts
+        else:
+            n = len(lines)
+            numbers = [ln.number for ln in lines]
+            # a cut line is never the lane's: NUL keeps it out (not printable ASCII)
+            texts = [ln.text if not ln.cut else "\x00" for ln in lines]
         df = pl.DataFrame(
-            {
-                "i": range(len(lines)),
-                "line": [ln.number for ln in lines],
-                # a cut line is never the lane's: NUL keeps it out (not printable ASCII)
-                "text": [ln.text if not ln.cut else "\x00" for ln in lines],
-            },
+            {"i": range(n), "line": numbers, "text": texts},
             schema={"i": pl.Int64, "line": pl.Int64, "text": pl.String},
         )
         text = pl.col("text")
@@ -332,7 +335,7 @@ class Lane:
             & ~text.str.contains(r"[:)] *$")
         )
         if cand.height < MIN_ROWS:
-            out.rest = lines
+            out.rest = _as_lines(lines)
             return out
         # The one marker is LEVEL's match; the lane's levels are INFO and TRACE. ASCII only, so
         # character and byte offsets agree.
@@ -359,7 +362,6 @@ class Lane:
             probes = cand.get_column("msg").gather(unmatched[::step][:PROBES]).to_list()
             if self._learn(probes):
                 taken = self._match(cand)
-        claimed: set[int] = set()
         for seq, raw in taken.items():
             if not raw.height:
                 continue
@@ -375,19 +377,24 @@ class Lane:
                 LaneFrame(cls, pl.concat(parts, how="vertical_relaxed").sort("i"))
                 for cls, parts in by_cls.items()
             ]
-        for fr in out.frames:
-            claimed.update(fr.rows.get_column("i").to_list())
-            fr.rows = fr.rows.drop("i")
-        if not claimed:
-            out.frames = []
-            out.rest = lines
+        if not out.frames:
+            out.rest = _as_lines(lines)
             return out
-        out.rest = [ln for i, ln in enumerate(lines) if i not in claimed]
-        n = len(claimed)
-        stats.lines += n
-        stats.nccl_lines += n
-        stats.typed += n
-        stats.records += n
+        claimed = pl.concat([fr.rows.get_column("i") for fr in out.frames])
+        for fr in out.frames:
+            fr.rows = fr.rows.drop("i")
+        every = pl.Series("i", range(n), dtype=pl.Int64)
+        left = every.filter(~every.is_in(claimed.implode())).to_list()
+        if isinstance(lines, TextBatch):
+            first, all_texts = lines.first, lines.texts
+            out.rest = [Line(first + i, all_texts[i], 0) for i in left]
+        else:
+            out.rest = [lines[i] for i in left]
+        count = claimed.len()
+        stats.lines += count
+        stats.nccl_lines += count
+        stats.typed += count
+        stats.records += count
         return out
 
     def _match(self, cand: pl.DataFrame) -> dict[LaneSequence, pl.DataFrame]:
@@ -513,8 +520,23 @@ class Lane:
         )
 
 
-def _share(lines: list[Line], keywords: tuple[str, ...]) -> float:
+def _count(lines: Lines) -> int:
+    return len(lines.texts) if isinstance(lines, TextBatch) else len(lines)
+
+
+def _as_lines(lines: Lines) -> list[Line]:
+    return lines.lines() if isinstance(lines, TextBatch) else lines
+
+
+def _share(lines: Lines, keywords: tuple[str, ...]) -> float:
     """The share of lines holding one of the keywords."""
+    if isinstance(lines, TextBatch):
+        texts = lines.texts
+        if len(keywords) == 1:
+            word = keywords[0]
+            return sum(word in t for t in texts) / len(texts)
+        hot = sum(1 for t in texts if any(k in t for k in keywords))
+        return hot / len(texts)
     hot = sum(1 for ln in lines if any(k in ln.text for k in keywords))
     return hot / len(lines)
 
@@ -624,20 +646,17 @@ def lane_of(parser: LineParser) -> Lane | None:
 
 
 def parse_batches(
-    lines: Iterable[Line], source: str, stats: SourceStats, parser: LineParser
+    lines: Iterable[Line] | Iterable[Lines], source: str, stats: SourceStats, parser: LineParser
 ) -> Iterator[tuple[list[Record], list[LaneFrame]]]:
-    """The records of numbered lines, a batch at a time: the line path's records (in order) and
-    the lane's frames. With the lark engine everything is the line path's."""
+    """The records of numbered lines (or of ``reader.iter_batches``' batches), a batch at a time:
+    the line path's records (in order) and the lane's frames. With the lark engine everything
+    is the line path's."""
     lane = lane_of(parser)
     if lane is not None:
         lane.restart()
-    it = iter(lines)
-    while True:
-        batch = list(itertools.islice(it, BATCH_LINES))
-        if not batch:
-            return
+    for batch in _batched(lines):
         if lane is None:
-            rest, frames = batch, []
+            rest, frames = _as_lines(batch), []
         else:
             taken = lane.take(batch, stats)
             rest, frames = taken.rest, taken.frames
@@ -645,3 +664,22 @@ def parse_batches(
         for ln in rest:
             records.extend(parser.parse_line(source, ln.number, ln.text, stats, ln.cut))
         yield records, frames
+
+
+def _batched(items: Iterable[Line] | Iterable[Lines]) -> Iterator[Lines]:
+    """Batches as given, or numbered lines gathered into batches of BATCH_LINES."""
+    it = iter(items)
+    batch: list[Line] = []
+    for item in it:
+        if isinstance(item, Line):
+            batch.append(item)
+            if len(batch) >= BATCH_LINES:
+                yield batch
+                batch = []
+        else:
+            if batch:
+                yield batch
+                batch = []
+            yield item
+    if batch:
+        yield batch

@@ -45,7 +45,9 @@ from ncclscope.parse.reader import (
     STDIN,
     Damage,
     Line,
+    Lines,
     detect_compression,
+    iter_batches,
     iter_lines,
     open_input,
 )
@@ -222,6 +224,23 @@ def _task_lines(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Line
             yield Line(ln.number + offset, ln.text, ln.cut)
 
 
+def _task_batches(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Lines]:
+    """The lines of ``_task_lines`` in the lane's batches (``reader.iter_batches``)."""
+    from ncclscope.parse.lane import BATCH_LINES
+
+    if task.start == 0 and task.end is None:
+        with open_input(task.path, limits, stats.damaged) as stream:
+            yield from iter_batches(stream, task.source, stats.damaged, limits, BATCH_LINES)
+        return
+    length = None if task.end is None else task.end - task.start
+    with open(task.path, "rb") as f:
+        f.seek(task.start)
+        stream = io.BufferedReader(_Window(f, length), buffer_size=1 * MiB)
+        yield from iter_batches(
+            stream, task.source, stats.damaged, limits, BATCH_LINES, offset=task.first_line
+        )
+
+
 def _task_records(task: Task, stats: SourceStats, limits: Limits) -> Iterator[Record]:
     yield from parse_lines(_task_lines(task, stats, limits), task.source, stats, _parser(limits))
 
@@ -248,7 +267,7 @@ def _batches(job: _Job, stats: SourceStats) -> Iterator[Batch]:
     from ncclscope.parse.lane import bulk_of, parse_batches
 
     source = job.task.source
-    lines = _task_lines(job.task, stats, job.limits)
+    lines = _task_batches(job.task, stats, job.limits)
     for records, frames in parse_batches(lines, source, stats, _parser(job.limits)):
         bulks = [bulk_of(f, source) for f in frames]
         tables = job.tables(records, frames, source=source) if job.tables is not None else None

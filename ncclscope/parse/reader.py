@@ -419,6 +419,25 @@ def _utf16(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
         yield tail.encode("utf-8")
 
 
+@dataclass(slots=True)
+class TextBatch:
+    """Consecutive whole lines read in one go: numbered ``first``, ``first + 1``, …, none cut,
+    none with a byte that is not ASCII (so each is exactly what ``Line.text`` would hold)."""
+
+    first: int
+    texts: list[str]
+
+    def lines(self) -> list[Line]:
+        return [Line(n, t, 0) for n, t in enumerate(self.texts, self.first)]
+
+
+#: read runs of plain lines as text batches (off: every line one at a time; tests compare)
+TEXT_BATCHES = True
+
+#: lines as the lane takes them: a text batch, or numbered lines
+Lines = TextBatch | list[Line]
+
+
 def iter_lines(
     stream: BinaryIO,
     source: str,
@@ -432,6 +451,61 @@ def iter_lines(
     truncated ``.gz``, a cut tar member) yields every line read so far, then stops with a note.
     A binary-looking input is flagged in ``damage.binary`` (the parser counts its lines as noise).
     """
+    for item in iter_text(stream, source, damage, limits):
+        if isinstance(item, TextBatch):
+            yield from item.lines()
+        else:
+            yield item
+
+
+def iter_batches(
+    stream: BinaryIO,
+    source: str,
+    damage: Damage | None = None,
+    limits: Limits | None = None,
+    size: int = 8192,
+    offset: int = 0,
+) -> Iterator[TextBatch | list[Line]]:
+    """The lines of ``iter_lines`` in batches of about ``size``, in order: runs of plain lines as
+    text batches (no ``Line`` made for them), the others as lists of lines. ``offset`` is added
+    to every line number (a byte range of a file that starts after line ``offset``)."""
+    texts: list[str] = []
+    first = 0
+    lines: list[Line] = []
+    for item in iter_text(stream, source, damage, limits):
+        if isinstance(item, TextBatch):
+            if lines:
+                yield lines
+                lines = []
+            if not texts:
+                first = item.first + offset
+            texts.extend(item.texts)
+            while len(texts) >= size:
+                yield TextBatch(first, texts[:size])
+                first += size
+                texts = texts[size:]
+        else:
+            if texts:
+                yield TextBatch(first, texts)
+                texts = []
+            lines.append(Line(item.number + offset, item.text, item.cut) if offset else item)
+            if len(lines) >= size:
+                yield lines
+                lines = []
+    if texts:
+        yield TextBatch(first, texts)
+    if lines:
+        yield lines
+
+
+def iter_text(
+    stream: BinaryIO,
+    source: str,
+    damage: Damage | None = None,
+    limits: Limits | None = None,
+) -> Iterator[Line | TextBatch]:
+    """The lines of ``iter_lines``, where a chunk read holds only ASCII whole lines as one text
+    batch: one decode and one split for thousands of lines."""
     lim = limits or DEFAULT_LIMITS
     dmg = damage if damage is not None else Damage()
     read: Callable[[int], bytes] = getattr(stream, "read1", None) or stream.read
@@ -468,8 +542,40 @@ def iter_lines(
                 return
             yield data
 
+    def pieces(chunk: bytes) -> Iterator[Line]:
+        """The lines a chunk ends, one at a time; its unfinished tail is kept in ``pending``."""
+        nonlocal number, dropped
+        *whole, rest = chunk.split(sep)
+        for piece in whole:
+            if pending or dropped:
+                room = cap - len(pending)
+                pending.extend(piece[:room])
+                dropped += max(0, len(piece) - room)
+                number += 1
+                yield emit(bytes(pending), dropped)
+                pending.clear()
+                dropped = 0
+            else:
+                number += 1
+                if len(piece) > cap:
+                    yield emit(piece[:cap], len(piece) - cap)
+                    continue
+                # The common case, inline: a whole UTF-8 line.
+                if crlf and piece.endswith(b"\r"):
+                    piece = piece[:-1]
+                try:
+                    yield Line(number, piece.decode("utf-8"), 0)
+                except UnicodeDecodeError:
+                    yield emit(piece, 0)
+        if rest:
+            room = cap - len(pending)
+            if room > 0:
+                pending.extend(rest[:room])
+            dropped += max(0, len(rest) - max(room, 0))
+
     try:
         head = _head(read, lim.sniff_bytes)
+        text_batches = False
         if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             dmg.note("UTF-16 text (a Windows redirect?): read as UTF-16")
             feed: Iterator[bytes] = _utf16(chunks(head), "utf-16")
@@ -486,37 +592,37 @@ def iter_lines(
             elif b"\n" not in head and b"\r" in head:
                 sep = b"\r"
                 dmg.note("lines end with a lone CR: lines are split at CR")
+            else:
+                text_batches = TEXT_BATCHES
         crlf = sep == b"\n"
         for chunk in feed:
             if not chunk:
                 continue
-            *whole, rest = chunk.split(sep)
-            for piece in whole:
-                if pending or dropped:
-                    room = cap - len(pending)
-                    pending += piece[:room]
-                    dropped += max(0, len(piece) - room)
-                    number += 1
-                    yield emit(bytes(pending), dropped)
-                    pending.clear()
-                    dropped = 0
-                else:
-                    number += 1
-                    if len(piece) > cap:
-                        yield emit(piece[:cap], len(piece) - cap)
-                        continue
-                    # The common case, inline: a whole UTF-8 line.
-                    if crlf and piece.endswith(b"\r"):
-                        piece = piece[:-1]
-                    try:
-                        yield Line(number, piece.decode("utf-8"), 0)
-                    except UnicodeDecodeError:
-                        yield emit(piece, 0)
-            if rest:
-                room = cap - len(pending)
-                if room > 0:
-                    pending += rest[:room]
-                dropped += max(0, len(rest) - max(room, 0))
+            if not text_batches:
+                yield from pieces(chunk)
+                continue
+            start = 0
+            if pending or dropped:
+                # the line the last chunk left unfinished ends at this chunk's first newline
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    yield from pieces(chunk)
+                    continue
+                yield from pieces(chunk[: nl + 1])
+                start = nl + 1
+            last = chunk.rfind(b"\n")
+            if last >= start:
+                region = chunk[start:last]
+                if region.isascii():
+                    texts = region.decode("ascii").split("\n")
+                    # the cap counts a line's CR, as pieces() does
+                    if max(map(len, texts)) <= cap:
+                        if b"\r" in region:
+                            texts = [t[:-1] if t.endswith("\r") else t for t in texts]
+                        yield TextBatch(number + 1, texts)
+                        number += len(texts)
+                        start = last + 1
+            yield from pieces(chunk[start:])
     except _READ_ERRORS as exc:
         dmg.note(
             f"input ends early or is corrupt after line {number} "
