@@ -39,6 +39,7 @@ def eager_lane(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lane on every batch, however small, and batches that cut chains and processes."""
     monkeypatch.setattr(lane, "MIN_ROWS", 1)
     monkeypatch.setattr(lane, "BATCH_LINES", 7)
+    monkeypatch.setattr(lane, "VECTOR_MIN_ROWS", 1)
 
 
 def _line_path_job(paths: list[Path]) -> tuple[Job, list[SourceStats]]:

@@ -74,6 +74,8 @@ MAX_SKIP: Final = 16
 #: decide in polars what it provably decides as Python would (ncclscope.parse.vector); off,
 #: every row is decided by Python's regexes (tests compare the two)
 VECTOR = True
+#: a sequence's rows in a batch from which polars decides them (fewer: Python, a row at a time)
+VECTOR_MIN_ROWS = 1024
 #: levels the lane takes: the high-volume kinds print at these, and neither opens an error chain
 LEVELS: Final = ("INFO", "TRACE")
 
@@ -425,30 +427,46 @@ class Lane:
     def _decide(
         self, picked: pl.DataFrame, parts: dict[LaneSequence, list[pl.DataFrame]]
     ) -> pl.DataFrame:
-        """Take what polars decides (ncclscope.parse.vector); the rows it leaves undecided."""
+        """Take what polars decides (ncclscope.parse.vector); the rows it leaves undecided.
+
+        Each sequence sees only the rows holding its keyword (the others cannot match it), and
+        only where they are many: polars' fixed cost per call is that of a few hundred rows in
+        Python."""
         n = picked.height
         if not n:
             return picked
-        states: dict[LaneSequence, tuple[pl.Series, pl.DataFrame]] = {}
-        for seq in self.sequences:
-            if seq.vector is not None:
-                states[seq] = vector.decide(self.fast, seq.vector, picked)
-        if not states:
-            return picked
-        unsure = pl.Series([vector.UNSURE] * n, dtype=pl.Int32)
-        claimed = pl.Series([False] * n)
-        rejected = pl.Series([True] * n)
+        msg = picked.get_column("msg")
         ks = picked.get_column("k")
+        # per sequence: (accepted rows with groups, mask of unsure rows); None: all unsure
+        decided: dict[LaneSequence, tuple[pl.DataFrame, pl.Series] | None] = {}
+        for seq in self.sequences:
+            decided[seq] = None
+            if seq.vector is None:
+                continue
+            mine = msg.str.contains(seq.keyword, literal=True) if seq.keyword else None
+            if (mine.sum() if mine is not None else n) < VECTOR_MIN_ROWS:
+                continue
+            rows = picked.filter(mine) if mine is not None else picked
+            accepted, unsure = vector.decide(self.fast, seq.vector, rows)
+            decided[seq] = (accepted, ks.is_in(unsure.implode()))
+        if all(d is None for d in decided.values()):
+            return picked
+        everything = pl.Series([True] * n)
+        claimed = pl.Series([False] * n)
+        rejected = everything
         for seqs in self._by_first.values():
-            prior = pl.Series([True] * n)
+            prior = everything
             for seq in seqs:
-                decided = states.get(seq)
-                state = decided[0] if decided is not None else unsure
-                take = prior & (state == vector.ACCEPT)
-                prior = prior & (state == vector.REJECT)
-                if decided is not None and take.any():
-                    groups = decided[1]
-                    taken = groups.filter(pl.col("k").is_in(ks.filter(take).implode()))
+                d = decided[seq]
+                if d is None:
+                    prior = ~everything
+                    continue
+                accepted, unsure = d
+                accept = ks.is_in(accepted.get_column("k").implode())
+                take = prior & accept
+                prior = prior & ~accept & ~unsure
+                if take.any():
+                    taken = accepted.filter(pl.col("k").is_in(ks.filter(take).implode()))
                     parts[seq].append(taken.select("k", *[pl.col(g) for g in seq.groups]))
                     claimed = claimed | take
             rejected = rejected & prior

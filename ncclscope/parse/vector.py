@@ -32,17 +32,13 @@ import re._constants as sre_c  # type: ignore[import-not-found]
 import re._parser as sre_p  # type: ignore[import-not-found]
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import polars as pl
 from lark import Token
 
 from ncclscope.parse import rust_regex as rr
 from ncclscope.parse.fast import FastPath, Underivable, _opened
-
-ACCEPT: Final = 1
-REJECT: Final = 0
-UNSURE: Final = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,9 +274,9 @@ def earlier(fast: FastPath, vs: VectorSequence, char: str) -> str | None:
 
 def decide(
     fast: FastPath, vs: VectorSequence, rows: pl.DataFrame
-) -> tuple[pl.Series, pl.DataFrame]:
-    """For the rows of ``rows`` (columns ``k`` and ``msg``): each one's state (ACCEPT, REJECT or
-    UNSURE), and ``k`` with the token groups of the accepted ones."""
+) -> tuple[pl.DataFrame, pl.Series]:
+    """For the rows of ``rows`` (columns ``k`` and ``msg``): the accepted ones (``k`` and the
+    token groups) and the ``k`` of the unsure ones; the others are rejected."""
     msg = pl.col("msg")
     # a match sets every group (no token is empty): the rows strict does not match are null
     found = (
@@ -318,19 +314,10 @@ def decide(
         kept = [t for t in firsts if str(retype(Token(vs.first, t)).type) == vs.first]
         ok.append(pl.col("g0").is_in(kept))
     accepted = found.filter(pl.all_horizontal(ok)).select("k", *vs.groups)
-    ks = rows.get_column("k")
-    accept = ks.is_in(accepted.get_column("k").implode())
-    rest = rows.filter(~accept)
+    rest = rows.filter(~pl.col("k").is_in(accepted.get_column("k").implode()))
     # only what polars did not accept needs the loose pattern (to tell reject from unsure)
-    unsure = rest.filter(rest.get_column("msg").str.contains(vs.loose)).get_column("k")
-    state = pl.select(
-        pl.when(accept)
-        .then(pl.lit(ACCEPT))
-        .when(ks.is_in(unsure.implode()))
-        .then(pl.lit(UNSURE))
-        .otherwise(pl.lit(REJECT))
-    ).to_series()
-    return state, accepted
+    unsure = rest.filter(pl.col("msg").str.contains(vs.loose)).get_column("k")
+    return accepted, unsure
 
 
-__all__ = ["ACCEPT", "REJECT", "UNSURE", "Check", "VectorSequence", "decide", "earlier", "plan"]
+__all__ = ["Check", "VectorSequence", "decide", "earlier", "plan"]
