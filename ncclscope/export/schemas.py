@@ -297,7 +297,7 @@ worker from start to end, so a file's content depends only on the job's inputs: 
 the same whatever the number of workers, and re-exporting a job replaces its files and nothing
 else. Every job writes a file in every folder, empty or not, so a job whose new export has no row
 in a table leaves no stale rows behind. Files are zstd-compressed and written in row groups of at
-most 32,768 rows as the records stream by: memory does not grow with the size of a log.
+most 16,384 rows as the records stream by: memory does not grow with the size of a log.
 
 DuckDB reads a table with `read_parquet('OUT/records/*.parquet')`, polars with
 `pl.scan_parquet('OUT/records/*.parquet')`, and `ncclscope.load(OUT)` returns one polars

@@ -44,7 +44,7 @@ from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, iter_batches
 
 #: rows buffered per table before a row group is written: bounds memory per table
-ROW_GROUP = 32_768
+ROW_GROUP = 16_384
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 #: columns whose values are (nearly) all distinct
 _UNIQUE_TEXT = frozenset({"text", "fields"})
