@@ -137,7 +137,7 @@ def parse(
         fail(f"unknown --kind {', '.join(unknown)} (see `ncclscope kinds`)")
     run = api.parse(paths)
     wanted = set(kinds)
-    if workers != 1 and (stats or fmt == "jsonl"):
+    if stats or fmt == "jsonl":
         from ncclscope.parse.parallel import parse_paths_jsonl
 
         try:

@@ -18,6 +18,7 @@ from ncclscope.export.writer import Input, JobPlan, export_job
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall
+from ncclscope.model.records.serialize import jsonl_line, record_to_dict
 from ncclscope.parse import lane, parallel
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
 from ncclscope.parse.reader import Damage, iter_lines
@@ -244,3 +245,31 @@ def test_workers_give_the_same_dataset_and_diagnosis(
     one, two = api.build([coll_log]), api.build([coll_log], workers=2)
     assert _model(two[0]) == _model(one[0])
     assert [_stats(s) for s in two[1]] == [_stats(s) for s in one[1]]
+
+
+def _line_path_jsonl(paths: list[Path], with_text: bool) -> str:
+    return "".join(
+        jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
+        for p in paths
+        for rec in parse_path(p)
+    )
+
+
+@pytest.mark.parametrize("with_text", [False, True])
+def test_jsonl_identical_on_fixtures(eager_lane: None, with_text: bool) -> None:
+    """The lane's jsonl lines (built by polars) are the line path's, byte for byte."""
+    paths = [str(p) for p in FIXTURES]
+    got = "".join(parallel.parse_paths_jsonl(paths, workers=1, with_text=with_text))
+    assert got == _line_path_jsonl(FIXTURES, with_text)
+
+
+def test_jsonl_identical_on_a_coll_log(coll_log: Path) -> None:
+    got = "".join(parallel.parse_paths_jsonl([str(coll_log)], workers=1, with_text=True))
+    assert got == _line_path_jsonl([coll_log], True)
+    only = "".join(parallel.parse_paths_jsonl([str(coll_log)], workers=1, kinds={"coll_call"}))
+    want = "".join(
+        ln + "\n"
+        for ln in _line_path_jsonl([coll_log], False).splitlines()
+        if '"kind": "coll_call"' in ln
+    )
+    assert only == want and only.count("\n") > 5000

@@ -43,6 +43,7 @@ from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, SlotKey, ThreadKey
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Record
+from ncclscope.model.records.serialize import JSONL_ALWAYS, JSONL_WHEN_PRESENT, jsonl_line
 from ncclscope.parse import vector
 from ncclscope.parse.fast import VERIFY_FIRST, FastPath, Underivable, _keyword, _opened
 from ncclscope.parse.reader import Line, Lines, TextBatch
@@ -134,6 +135,54 @@ class LaneFrame:
             fields = {k: row[k] for k in own}
             out.append(make(source, row["line"], row["text"], Level(row["level"]), env, fields))
         return out
+
+
+def _json_value(col: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A column's values as ``json.dumps`` writes them. The lane only holds printable ASCII, so a
+    string needs only its backslashes and quotes escaped."""
+    if dtype == pl.String:
+        escaped = col.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
+            '"', '\\"', literal=True
+        )
+        text = pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
+    elif dtype == pl.Null:
+        return pl.lit("null")
+    elif dtype.is_integer():
+        text = col.cast(pl.String)
+    else:
+        raise TypeError(f"no JSON form for {dtype} in the lane")
+    return pl.when(col.is_null()).then(pl.lit("null")).otherwise(text)
+
+
+def jsonl_rows(frame: LaneFrame, source: str, with_text: bool) -> pl.DataFrame:
+    """The ``parse`` jsonl lines (newline included) of a frame's records, with their ``line``:
+    the text ``jsonl_line(record_to_dict(rec, with_text))`` gives for each (docs/contracts.md),
+    in its key order."""
+    rows = frame.rows
+    schema = rows.schema
+    # the source as the line path writes it (line breakers escaped), without the closing brace
+    head = jsonl_line({"source": source})[:-1]
+    pieces: list[pl.Expr] = [
+        pl.lit(head),
+        pl.lit(', "line": '),
+        pl.col("line").cast(pl.String),
+        pl.lit(f', "kind": "{frame.cls.KIND}"'),
+    ]
+    for name in JSONL_ALWAYS:
+        pieces += [pl.lit(f', "{name}": '), _json_value(pl.col(name), schema[name])]
+    for name in JSONL_WHEN_PRESENT:
+        col = pl.col(name)
+        pieces.append(
+            pl.when(col.is_null())
+            .then(pl.lit(""))
+            .otherwise(pl.concat_str([pl.lit(f', "{name}": '), _json_value(col, schema[name])]))
+        )
+    for name in own_fields(frame.cls):
+        pieces += [pl.lit(f', "{name}": '), _json_value(pl.col(name), schema[name])]
+    if with_text:
+        pieces += [pl.lit(', "text": '), _json_value(pl.col("text"), schema["text"])]
+    pieces.append(pl.lit("}\n"))
+    return rows.select("line", pl.concat_str(pieces).alias("json"))
 
 
 @dataclass(slots=True)

@@ -278,18 +278,42 @@ def _run(job: _Job) -> tuple[Any, SourceStats]:
     stats = SourceStats(job.task.source)
     if job.batches:
         return list(_batches(job, stats)), stats
-    records = _task_records(job.task, stats, job.limits)
     if job.jsonl is None:
-        return list(records), stats
-    from ncclscope.model.records.serialize import jsonl_line, record_to_dict
+        return list(_task_records(job.task, stats, job.limits)), stats
+    return "".join(_jsonl(job, job.jsonl, stats)), stats
 
-    kinds, with_text = job.jsonl
-    out = [
-        jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
-        for rec in records
-        if not kinds or rec.KIND in kinds
-    ]
-    return "".join(out), stats
+
+def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) -> Iterator[str]:
+    """The ``parse`` jsonl text of a task, a batch at a time: the line path's records one by one,
+    the lane's rows as columns (ncclscope.parse.lane.jsonl_rows), merged in line order."""
+    import polars as pl
+
+    from ncclscope.model.records.serialize import jsonl_line, record_to_dict
+    from ncclscope.parse.lane import jsonl_rows, parse_batches
+
+    kinds, with_text = options
+    source = job.task.source
+    lines = _task_batches(job.task, stats, job.limits)
+    for records, frames in parse_batches(lines, source, stats, _parser(job.limits)):
+        texts = [
+            jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
+            for rec in records
+            if not kinds or rec.KIND in kinds
+        ]
+        lane = [
+            jsonl_rows(f, source, with_text) for f in frames if not kinds or f.cls.KIND in kinds
+        ]
+        if not lane:
+            yield "".join(texts)
+            continue
+        # a line is the lane's whole or not at all: line numbers order the two exactly (a
+        # stable sort keeps the parts of a spliced line in their order)
+        numbers = [rec.line for rec in records if not kinds or rec.KIND in kinds]
+        mine = pl.DataFrame(
+            {"line": numbers, "json": texts}, schema={"line": pl.Int64, "json": pl.String}
+        )
+        merged = pl.concat([mine, *lane], how="vertical_relaxed").sort("line", maintain_order=True)
+        yield merged.get_column("json").str.join("").item()
 
 
 # -- the parent ------------------------------------------------------------------------------------
@@ -342,10 +366,11 @@ def _results(
         # Nothing to share out: the same work in this process.
         for task in tasks:
             job = _Job(task, limits, jsonl, batches, tables)
-            if batches:
+            if batches or jsonl is not None:
+                # streamed: a whole input (or its jsonl text) is never held
                 st = SourceStats(task.source)
                 stats_out.append(st)
-                yield _batches(job, st)  # streamed: a whole input is not held
+                yield _batches(job, st) if jsonl is None else _jsonl(job, jsonl, st)
                 continue
             payload, st = _run(job)
             stats_out.append(st)
@@ -417,4 +442,8 @@ def parse_paths_jsonl(
     """The ``parse`` command's jsonl text for ``paths``, in chunks of whole lines; the workers
     serialise, so records never cross between processes."""
     out = stats_out if stats_out is not None else []
-    yield from _results(paths, workers, limits, (frozenset(kinds), with_text), out)
+    for chunk in _results(paths, workers, limits, (frozenset(kinds), with_text), out):
+        if isinstance(chunk, str):
+            yield chunk
+        else:  # one process: the chunks of one input, as they are made
+            yield from chunk

@@ -29,6 +29,9 @@ _WHEN_PRESENT = (
     "prefix",
 )
 _ENVELOPE = frozenset(f.name for f in dataclasses.fields(Record))
+#: the envelope keys in jsonl order, for writers that build the lines without these functions
+JSONL_ALWAYS = _ALWAYS
+JSONL_WHEN_PRESENT = _WHEN_PRESENT
 
 
 _OWN: dict[type, tuple[str, ...]] = {}
