@@ -484,6 +484,14 @@ def iter_batches(
                 yield TextBatch(first, texts[:size])
                 first += size
                 texts = texts[size:]
+        elif not item.cut and item.text.isascii() and (texts or not lines):
+            # a plain line read on its own (the one a chunk boundary split) joins the run
+            if not texts:
+                first = item.number + offset
+            texts.append(item.text)
+            if len(texts) >= size:
+                yield TextBatch(first, texts)
+                texts = []
         else:
             if texts:
                 yield TextBatch(first, texts)
