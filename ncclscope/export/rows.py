@@ -97,8 +97,12 @@ def batch_tables(
             batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
         extra = lane.get(name)
         if extra is not None:
-            batch = extra if batch is None else pa.concat_tables([batch, extra])
-            batch = batch.sort_by(_MERGE_ORDER[name])
+            # the lane's rows of one class come in line order; only a merge needs the sort
+            if batch is not None or len(frames) > 1:
+                batch = extra if batch is None else pa.concat_tables([batch, extra])
+                batch = batch.sort_by(_MERGE_ORDER[name])
+            else:
+                batch = extra
         if batch is not None:
             out[name] = batch
     return out
