@@ -288,14 +288,15 @@ def render(
         "MB it is most of the time, so the rates above understate the marginal rate; compiled "
         "regexes and generated code are kept in a per-user disk cache, so only a first run "
         "compiles them. `--workers` splits plain files at line boundaries, in ranges of at most "
-        "4 MiB: `parse` forks its workers and splits files of 2 MiB and more; `export` and "
-        "`diagnose` start theirs from a fork server (polars is loaded, and its thread pool does "
-        "not survive a fork), so each pays its own start-up (~1 s) and only files of 32 MiB and "
-        "more are split; the parent keeps a share (writing Parquet, or modelling what the "
-        "workers hand back). Peak RSS is the main process's, mapped library pages included "
-        "(a freshly installed environment, fully in the page cache, reads ~40-60 MB more). "
-        "Collective calls go through the columnar lane (ncclscope/parse/lane.py); the other "
-        "lines through the line path.",
+        "4 MiB, and forks its workers before the parent loads polars (so they inherit the grammar "
+        "and the compiled fast path); files of 2 MiB and more are split (32 MiB where workers "
+        "must come from a fork server, polars being loaded); the parent keeps a share (writing "
+        "Parquet, or modelling what the workers hand back). Peak RSS is the main process's, "
+        "mapped library pages included (a freshly installed environment, fully in the page cache, "
+        "reads ~40-60 MB more). Runs of plain lines are read as text batches; collective calls "
+        "go through the columnar lane (ncclscope/parse/lane.py), decided by polars' regex engine "
+        "where it provably agrees with Python's (ncclscope/parse/vector.py), their jsonl and "
+        "Parquet rows built as columns; the other lines through the line path.",
         "",
     ]
     return "\n".join(out)

@@ -8,16 +8,18 @@ picks the sequence's first terminal, and the groups are the ones polars extracte
 
 * The exact regex (ncclscope.parse.fast ``_Compiler.compile``) is a chain of pieces: spaces, the
   lexer's negative lookaheads for terminals it tries first, and one token in an atomic group
-  (the lexer never backtracks into a token). Polars runs the chain without lookarounds and
-  atomic groups: a superset of Python's paths, tried in the same order. No match there is a
-  *reject*.
-* Where it matches, its first path P is Python's first path too when P is one Python may take:
-  every lookahead holds where P meets it, and every atomic token took its body's first match
-  (what the group commits to). Python's paths are the unpruned ones among the superset's, in the
-  same order, so P comes first among them as well. Each condition is either proved once per
-  sequence (``rust_regex.munch_unique``, literal lookaheads that the token's literal excludes) or
-  checked per row in polars: the token body's first match, run from the token's start, equals
-  the token; no match of the lookahead's terminal starts there.
+  (the lexer never backtracks into a token). No token can begin with a space (``plan`` refuses
+  a sequence where one can), so Python can match a message in one way only: each gap takes
+  every space, each token is its body's first match there. Any match of the same pieces in which
+  every token is its body's first match and every lookahead holds is therefore Python's match.
+* ``loose``, the chain without lookarounds and atomic groups, accepts a superset of Python's
+  messages: no match there is a *reject*.
+* ``strict`` is that chain with some gaps narrowed so that, for every match, each token is
+  provably its body's first match and each lookahead provably holds
+  (``rust_regex.munch_unique``, a lookahead spelled out by the gaps and literal tokens after it,
+  literal lookaheads the token's literal excludes). What is not proved becomes a per-row check
+  in polars: the body's first match, run from the token's start, equals the token; no match of
+  the lookahead's terminal starts there.
 * The opening scanner (``fast._Opening``) takes the first of the terminals that can begin with
   the message's first character that matches: the sequence's first terminal is its pick when
   none before it matches (checked with a superset pattern of those, so "none" is certain) and
