@@ -75,7 +75,19 @@ def test_neutralise_is_visible_and_keeps_tabs_and_newlines() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["[bold red]x", "[link=http://evil]click[/link]", "[/]", "node\\[b]", "a\\", "[red]"],
+    [
+        "[bold red]x",
+        "[link=http://evil]click[/link]",
+        "[/]",
+        "node\\[b]",
+        "a\\",
+        "[red]",
+        # a backslash before a bracket that opens no tag (rich.markup.escape dropped it)
+        "\\[",
+        "a\\[x",
+        "\\\\[",
+        "[[x]\\[/]",
+    ],
 )
 def test_rich_markup_is_shown_literally(text: str) -> None:
     plain = re.sub(r"\x1b\[[0-9;]*m", "", _render(safe_text(text))).rstrip("\n")

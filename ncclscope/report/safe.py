@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 
-from rich.markup import escape
-
 # C0 and C1 controls except tab and newline; bidi embeddings, overrides and isolates (the
 # "Trojan Source" characters); zero-width and invisible formatting characters; line and paragraph
 # separators, which some renderers break lines at.
@@ -40,9 +38,22 @@ def safe_text(text: str) -> str:
     Shows exactly the text when printed on its own or as a table cell; do not glue a markup tag
     right after it (a trailing backslash would escape the tag, which then shows literally).
     """
-    # rich's escape doubles a trailing backslash for a tag that may follow; printed alone, that
-    # shows one backslash too many. The space keeps the text from ending in one.
-    return escape(neutralise(text) + " ")[:-1]
+    return _MARKUP.sub(_escape_bracket, neutralise(text))
+
+
+# rich reads a bracket two ways: where a tag could start (``[`` then ``[a-z#/@]`` and text up to
+# ``]``), ``2k`` backslashes before it show ``k`` and an odd count escapes the bracket; anywhere
+# else it only turns ``\[`` into ``[``. rich.markup.escape covers the first case alone, so a lone
+# ``\[`` lost its backslash: each bracket gets the backslashes its case needs.
+_MARKUP = re.compile(r"(\\*)\[")
+_TAG_AT = re.compile(r"\[[a-z#/@][^[]*?\]")
+
+
+def _escape_bracket(m: re.Match[str]) -> str:
+    shown = len(m.group(1))
+    if _TAG_AT.match(m.string, m.end() - 1):
+        return "\\" * (2 * shown + 1) + "["
+    return "\\" * (shown + 1) + "["
 
 
 # -- Markdown (GitHub Flavoured, CommonMark) --------------------------------------------------
