@@ -421,8 +421,9 @@ def _utf16(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
 
 @dataclass(slots=True)
 class TextBatch:
-    """Consecutive whole lines read in one go: numbered ``first``, ``first + 1``, …, none cut,
-    none with a byte that is not ASCII (so each is exactly what ``Line.text`` would hold)."""
+    """Consecutive lines numbered ``first``, ``first + 1``, …, none cut: each text is exactly
+    what ``Line.text`` holds for it (a chunk of valid UTF-8 decodes line by line as it does
+    whole, a newline being one byte that no other character contains)."""
 
     first: int
     texts: list[str]
@@ -484,8 +485,8 @@ def iter_batches(
                 yield TextBatch(first, texts[:size])
                 first += size
                 texts = texts[size:]
-        elif not item.cut and item.text.isascii() and (texts or not lines):
-            # a plain line read on its own (the one a chunk boundary split) joins the run
+        elif not item.cut and (texts or not lines):
+            # a whole line read on its own (the one a chunk boundary split) joins the run
             if not texts:
                 first = item.number + offset
             texts.append(item.text)
@@ -512,8 +513,8 @@ def iter_text(
     damage: Damage | None = None,
     limits: Limits | None = None,
 ) -> Iterator[Line | TextBatch]:
-    """The lines of ``iter_lines``, where a chunk read holds only ASCII whole lines as one text
-    batch: one decode and one split for thousands of lines."""
+    """The lines of ``iter_lines``; where a chunk read holds whole lines of valid UTF-8, under
+    the cap, they come as one text batch: one decode and one split for thousands of lines."""
     lim = limits or DEFAULT_LIMITS
     dmg = damage if damage is not None else Damage()
     read: Callable[[int], bytes] = getattr(stream, "read1", None) or stream.read
@@ -620,16 +621,11 @@ def iter_text(
                 start = nl + 1
             last = chunk.rfind(b"\n")
             if last >= start:
-                region = chunk[start:last]
-                if region.isascii():
-                    texts = region.decode("ascii").split("\n")
-                    # the cap counts a line's CR, as pieces() does
-                    if max(map(len, texts)) <= cap:
-                        if b"\r" in region:
-                            texts = [t[:-1] if t.endswith("\r") else t for t in texts]
-                        yield TextBatch(number + 1, texts)
-                        number += len(texts)
-                        start = last + 1
+                texts = _whole_lines(chunk[start:last], cap)
+                if texts is not None:
+                    yield TextBatch(number + 1, texts)
+                    number += len(texts)
+                    start = last + 1
             yield from pieces(chunk[start:])
     except _READ_ERRORS as exc:
         dmg.note(
@@ -639,6 +635,27 @@ def iter_text(
     if pending or dropped:
         number += 1
         yield emit(bytes(pending), dropped)
+
+
+def _whole_lines(region: bytes, cap: int) -> list[str] | None:
+    """The texts of a run of whole lines (no final newline) where ``pieces`` would give them
+    unchanged: valid UTF-8, none over the cap; else None."""
+    if region.isascii():
+        texts = region.decode("ascii").split("\n")
+        # the cap counts a line's CR, as pieces() does
+        if max(map(len, texts)) > cap:
+            return None
+    else:
+        try:
+            text = region.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if max(map(len, region.split(b"\n"))) > cap:
+            return None
+        texts = text.split("\n")
+    if b"\r" in region:
+        texts = [t[:-1] if t.endswith("\r") else t for t in texts]
+    return texts
 
 
 def cut_mark(dropped: int) -> str:
