@@ -237,3 +237,25 @@ def test_cli_export_and_errors(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
     regex = CliRunner().invoke(main, ["bulk", str(log), "-o", str(out), "--job-pattern", "("])
     assert regex.exit_code == 2 and "regular expression" in regex.stderr
+
+
+def test_background_writes_keep_order_and_surface_errors() -> None:
+    from ncclscope.export.writer import _Background
+
+    bg = _Background()
+    seen: list[int] = []
+    for i in range(50):
+        bg.submit(seen.append, i)
+    bg.drain()
+    assert seen == list(range(50))
+
+    def boom() -> None:
+        raise OSError("disk full")
+
+    bg.submit(boom)
+    with pytest.raises(OSError, match="disk full"):
+        for i in range(5):
+            bg.submit(seen.append, i)
+        bg.drain()
+    bg.submit(boom)
+    bg.drain(raise_errors=False)  # abort: the error is already being handled

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
+import threading
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -88,6 +92,48 @@ def part_name(job_id: str) -> str:
 
 def file_sha256(path: str) -> str:
     return fs.sha256(path)
+
+
+class _Background:
+    """Encodes and compresses row groups on a thread while the caller goes on parsing: Arrow
+    releases the GIL there, so on two cores Parquet writing overlaps the lane's work. Each
+    calling thread (an export in a Dask thread, say) has its own writing thread, so a file's row
+    groups are written in the order they were given; at most ``MAX_QUEUED`` wait (memory stays
+    bounded), and an error surfaces in the caller at its next submit or drain."""
+
+    MAX_QUEUED = 2
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def _state(self) -> tuple[ThreadPoolExecutor | None, deque[Future[Any]]]:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            # new here, or a forked child: the parent's writing thread does not exist in it
+            local.pid, local.pool, local.queued = os.getpid(), None, deque()
+        return local.pool, local.queued
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        pool, queued = self._state()
+        if pool is None:
+            pool = self._local.pool = ThreadPoolExecutor(1, thread_name_prefix="ncclscope-parquet")
+        while len(queued) >= self.MAX_QUEUED:
+            queued.popleft().result()
+        queued.append(pool.submit(fn, *args, **kwargs))
+
+    def drain(self, raise_errors: bool = True) -> None:
+        _pool, queued = self._state()
+        while queued:
+            future = queued.popleft()
+            try:
+                future.result()
+            except Exception:
+                if raise_errors:
+                    queued.clear()
+                    raise
+
+
+_BACKGROUND = _Background()
 
 
 class TableWriter:
@@ -177,8 +223,8 @@ class TableWriter:
         self._write(group)
 
     def _write(self, batch: pa.Table) -> None:
-        self._writer.write_table(batch, row_group_size=ROW_GROUP)
         self.rows += batch.num_rows
+        _BACKGROUND.submit(self._writer.write_table, batch, row_group_size=ROW_GROUP)
 
     def flush(self) -> None:
         if self._pending:
@@ -193,12 +239,14 @@ class TableWriter:
 
     def close(self) -> None:
         self.flush()
+        _BACKGROUND.drain()
         self._writer.close()
 
     def commit(self) -> None:
         self.dest.replace(self.tmp, self.path)
 
     def abort(self) -> None:
+        _BACKGROUND.drain(raise_errors=False)
         self._writer.close()
         self.dest.remove(self.tmp)
 
@@ -318,6 +366,9 @@ class JobExport:
 
         out: list[SourceStats] = []
         tables = functools.partial(_worker_tables, job_id=self.job_id)
+        # no write in flight while the workers are forked (a lock held mid-write would be
+        # copied held into them)
+        _BACKGROUND.drain()
         try:
             for records, bulks, batch in batch_paths(
                 [inp.path], self.split, self.parser.limits, out, tables

@@ -597,15 +597,13 @@ def _as_lines(lines: Lines) -> list[Line]:
 
 def _share(lines: Lines, keywords: tuple[str, ...]) -> float:
     """The share of lines holding one of the keywords."""
-    if isinstance(lines, TextBatch):
-        texts = lines.texts
-        if len(keywords) == 1:
-            word = keywords[0]
-            return sum(word in t for t in texts) / len(texts)
-        hot = sum(1 for t in texts if any(k in t for k in keywords))
-        return hot / len(texts)
-    hot = sum(1 for ln in lines if any(k in ln.text for k in keywords))
-    return hot / len(lines)
+    texts = lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
+    if len(keywords) == 1:
+        word = keywords[0]
+        return sum(word in t for t in texts) / len(texts)
+    # several keywords: one Aho-Corasick pass in polars rather than a Python test per keyword
+    hot = pl.Series(texts, dtype=pl.String).str.contains_any(list(keywords)).sum()
+    return int(hot) / len(texts)
 
 
 _ENVELOPE_SET: Final = frozenset(ENVELOPE)
