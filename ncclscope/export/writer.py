@@ -24,6 +24,7 @@ from typing import Any, BinaryIO, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ncclscope._prefetch import prefetch
 from ncclscope.engine import run_rules
 from ncclscope.errors import InputError, NcclscopeError
 from ncclscope.export import fs
@@ -422,7 +423,7 @@ class JobExport:
         lines = iter_batches(
             cast(BinaryIO, reader), source, stats.damaged, self.parser.limits, BATCH_LINES
         )
-        for records, frames in parse_batches(lines, source, stats, self.parser):
+        for records, frames in prefetch(parse_batches(lines, source, stats, self.parser)):
             tables = batch_tables(records, frames, self.job_id, source)
             self._batch(records, [bulk_of(f, source) for f in frames], tables)
 

@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 from ncclscope._diskcache import save_all
 from ncclscope._mp import pool_context
+from ncclscope._prefetch import prefetch
 from ncclscope.model.job import Bulk
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits, MiB
@@ -268,7 +269,7 @@ def _batches(job: _Job, stats: SourceStats) -> Iterator[Batch]:
 
     source = job.task.source
     lines = _task_batches(job.task, stats, job.limits)
-    for records, frames in parse_batches(lines, source, stats, _parser(job.limits)):
+    for records, frames in prefetch(parse_batches(lines, source, stats, _parser(job.limits))):
         bulks = [bulk_of(f, source) for f in frames]
         tables = job.tables(records, frames, source=source) if job.tables is not None else None
         yield records, bulks, tables
@@ -294,7 +295,7 @@ def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) 
     kinds, with_text = options
     source = job.task.source
     lines = _task_batches(job.task, stats, job.limits)
-    for records, frames in parse_batches(lines, source, stats, _parser(job.limits)):
+    for records, frames in prefetch(parse_batches(lines, source, stats, _parser(job.limits))):
         texts = [
             jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
             for rec in records
