@@ -25,10 +25,10 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from ncclscope._diskcache import save_all
-from ncclscope._mp import pool_context
+from ncclscope._mp import pool_context, tune_worker_memory
 from ncclscope._prefetch import prefetch
 from ncclscope.model.job import Bulk
 from ncclscope.model.records.base import Record
@@ -52,6 +52,8 @@ from ncclscope.parse.reader import (
     iter_lines,
     open_input,
 )
+
+T = TypeVar("T")
 
 #: a file smaller than this is one task: starting a range costs more than it saves
 MIN_SPLIT_BYTES = 2 * MiB
@@ -262,6 +264,13 @@ class _Job:
     #: hand back batches (ncclscope.parse.lane) instead of records
     batches: bool = False
     tables: TableMaker | None = None
+    #: parse the next batch on a thread while this one is used (ncclscope._prefetch): in the
+    #: one process; pool workers are parallel already, and threads there only contend
+    ahead: bool = True
+
+
+def _ahead(job: _Job, items: Iterator[T]) -> Iterator[T]:
+    return prefetch(items) if job.ahead else items
 
 
 def _batches(job: _Job, stats: SourceStats) -> Iterator[Batch]:
@@ -269,13 +278,15 @@ def _batches(job: _Job, stats: SourceStats) -> Iterator[Batch]:
 
     source = job.task.source
     lines = _task_batches(job.task, stats, job.limits)
-    for records, frames in prefetch(parse_batches(lines, source, stats, _parser(job.limits))):
+    for records, frames in _ahead(job, parse_batches(lines, source, stats, _parser(job.limits))):
         bulks = [bulk_of(f, source) for f in frames]
         tables = job.tables(records, frames, source=source) if job.tables is not None else None
         yield records, bulks, tables
 
 
 def _run(job: _Job) -> tuple[Any, SourceStats]:
+    if not job.ahead:  # a pool worker
+        tune_worker_memory()
     stats = SourceStats(job.task.source)
     if job.batches:
         return list(_batches(job, stats)), stats
@@ -295,7 +306,7 @@ def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) 
     kinds, with_text = options
     source = job.task.source
     lines = _task_batches(job.task, stats, job.limits)
-    for records, frames in prefetch(parse_batches(lines, source, stats, _parser(job.limits))):
+    for records, frames in _ahead(job, parse_batches(lines, source, stats, _parser(job.limits))):
         texts = [
             jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
             for rec in records
@@ -391,7 +402,9 @@ def _results(
         with ctx.Pool(min(n, len(tasks))) as pool:
             for task, (payload, st) in zip(
                 tasks,
-                pool.imap(_run, [_Job(t, limits, jsonl, batches, tables) for t in tasks]),
+                pool.imap(
+                    _run, [_Job(t, limits, jsonl, batches, tables, ahead=False) for t in tasks]
+                ),
                 strict=True,
             ):
                 key = (task.path, task.source)
