@@ -296,7 +296,11 @@ def render(
         "reads ~40-60 MB more). Runs of plain lines are read as text batches; collective calls "
         "go through the columnar lane (ncclscope/parse/lane.py), decided by polars' regex engine "
         "where it provably agrees with Python's (ncclscope/parse/vector.py), their jsonl and "
-        "Parquet rows built as columns; the other lines through the line path.",
+        "Parquet rows built as columns; the other lines through the line path. One process "
+        "parses the next batch on a thread while the current one becomes rows, and encodes "
+        "Parquet on another (polars and Arrow release the GIL), so on this 2-core machine it "
+        "already uses both cores; process workers add the cost of handing rows over (pickling, "
+        "page faults in the parent) and pay off only with more cores.",
         "",
     ]
     return "\n".join(out)
