@@ -25,13 +25,14 @@ def _tune_memory() -> None:
     back. Arrow's default pool (mimalloc) and polars' jemalloc keep freed pages for later, and
     glibc raises its mmap threshold after each large free, so that the next buffers come from a
     heap that fragments: an export of a COLL log sat near 300 MB and grew with the log. With the
-    system pool, a fixed threshold and a short jemalloc decay it stays flat. A 1 MiB threshold and
-    a decay of 250 ms rather than 128 KiB and none save page faults (a 200 MB export spent 5.4 s
-    in the kernel, now ~2 s); 4 MiB and 1 s saved more but held the peak near 255 MB, over the
-    250 MB budget, where this keeps ~235 MB (benchmarks/bench.py).
+    system pool, a fixed threshold and no jemalloc decay it stays flat. The threshold is 1 MiB
+    rather than 128 KiB (fewer page faults for Arrow's buffers); a jemalloc decay of 250 ms saved
+    a third of export's time but held ~25 MB more and let the peak creep to ~260 MB on a 1 GB
+    log, over the 250 MB budget; without it 222 MB on 200 MB, 231 MB on 1 GB
+    (benchmarks/bench.py).
     The variables are read once, at import: a value the user set wins."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:250,muzzy_decay_ms:250")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or not sys.platform.startswith("linux"):
         return
     try:
