@@ -552,7 +552,13 @@ class Lane:
         """The rows of ``cand`` that ``raw`` names (``k``), typed by ``seq`` from its groups'
         text; a value polars cannot convert exactly leaves its line to the line path."""
         hit = pl.concat(
-            [cand.select(pl.all().gather(raw.get_column("k"))), raw.drop("k")],
+            # only the columns the rows keep: the message (most of a line) is not copied again
+            [
+                cand.select(
+                    pl.col("i", "line", "text", "level", "env").gather(raw.get_column("k"))
+                ),
+                raw.drop("k"),
+            ],
             how="horizontal",
         )
         values: dict[str, pl.Expr] = {}
