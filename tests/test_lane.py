@@ -12,6 +12,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ncclscope import api
 from ncclscope.export.writer import Input, JobPlan, export_job
@@ -273,3 +275,26 @@ def test_jsonl_identical_on_a_coll_log(coll_log: Path) -> None:
         if '"kind": "coll_call"' in ln
     )
     assert only == want and only.count("\n") > 5000
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=20),
+        ),
+        min_size=1,
+        max_size=10,
+    ),
+    st.lists(st.one_of(st.none(), st.integers(-(2**62), 2**62)), min_size=1, max_size=10),
+    st.lists(st.one_of(st.none(), st.booleans()), min_size=1, max_size=10),
+)
+def test_json_values_are_json_dumps(
+    texts: list[str | None], ints: list[int | None], flags: list[bool | None]
+) -> None:
+    """The lane's JSON of a value (printable ASCII text, ints, booleans, nulls) is json.dumps'."""
+    for values, dtype in ((texts, pl.String), (ints, pl.Int64), (flags, pl.Boolean)):
+        df = pl.DataFrame({"v": values}, schema={"v": dtype})
+        got = df.select(lane._json_value(pl.col("v"), dtype)).to_series().to_list()
+        assert got == [json.dumps(v, ensure_ascii=False) for v in values]

@@ -147,6 +147,8 @@ def _json_value(col: pl.Expr, dtype: pl.DataType) -> pl.Expr:
         text = pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
     elif dtype == pl.Null:
         return pl.lit("null")
+    elif dtype == pl.Boolean:
+        text = pl.when(col).then(pl.lit("true")).otherwise(pl.lit("false"))
     elif dtype.is_integer():
         text = col.cast(pl.String)
     else:
