@@ -170,7 +170,11 @@ def _drop_subsumed(alts: list[Any]) -> list[Any]:
                 continue
     if not others or all(lit is None for lit in literals):
         return alts
-    texts = pl.Series([lit for lit in literals if lit is not None], dtype=pl.String)
+    # only ASCII literals: there the two engines' classes agree (this file's premise), and a
+    # literal wrongly dropped would make a "superset" miss strings
+    texts = pl.Series(
+        [lit for lit in literals if lit is not None and lit.isascii()], dtype=pl.String
+    )
     covered = pl.Series([False] * len(texts))
     for pattern in others:
         covered = covered | texts.str.contains(pattern)
