@@ -129,11 +129,15 @@ class LaneFrame:
         make = record_maker(self.cls)
         assert make is not None  # compile_sequence only takes plain classes
         own = own_fields(self.cls)
+        table = self.rows if rows is None else rows
+        # columns in a known order: line, text, level, the envelope, the own fields
+        table = table.select("line", "text", "level", *ENVELOPE, *own)
+        n_env = len(ENVELOPE)
         out = []
-        for row in (self.rows if rows is None else rows).iter_rows(named=True):
-            env = {k: row[k] for k in ENVELOPE if row[k] is not None}
-            fields = {k: row[k] for k in own}
-            out.append(make(source, row["line"], row["text"], Level(row["level"]), env, fields))
+        for row in table.iter_rows():
+            env = {k: v for k, v in zip(ENVELOPE, row[3 : 3 + n_env], strict=True) if v is not None}
+            fields = dict(zip(own, row[3 + n_env :], strict=True))
+            out.append(make(source, row[0], row[1], Level(row[2]), env, fields))
         return out
 
 
