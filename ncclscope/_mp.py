@@ -13,6 +13,8 @@ import os
 import sys
 from multiprocessing.context import BaseContext
 
+from ncclscope._malloc import mallopt
+
 #: modules a fork server imports once, so that each worker does not
 _PRELOAD = ["ncclscope.parse.parser", "ncclscope.parse.fast"]
 
@@ -34,22 +36,11 @@ _TUNED = -1
 def tune_worker_memory() -> None:
     """In a pool worker (once per process): keep freed heap for the next task. A worker makes
     and pickles tens of MB per range; with the parent's small mmap threshold (ncclscope.cli)
-    every such buffer is a fresh mapping and its pages fault in again: an export with two
-    workers spent 5 s in the kernel on 200 MB, 2 s so. A worker's memory stays bounded by a
-    range's, not the input's."""
+    every such buffer is a fresh mapping whose pages fault in again: an export of 200 MB with
+    two workers spent 5.1 s in the kernel, 4.3 s so (most of the rest is the parent's
+    unpickling). A worker's memory stays bounded by a range's, not the input's."""
     global _TUNED
-    if os.getpid() == _TUNED or not sys.platform.startswith("linux"):
+    if os.getpid() == _TUNED:
         return
     _TUNED = os.getpid()
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 64 * 1024 * 1024)
-        libc.mallopt(_M_TRIM_THRESHOLD, 128 * 1024 * 1024)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
+    mallopt(mmap_threshold=64 * 1024 * 1024, trim_threshold=128 * 1024 * 1024)

@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from ncclscope import __version__
+from ncclscope._malloc import mallopt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,17 +34,10 @@ def _tune_memory() -> None:
     The variables are read once, at import: a value the user set wins."""
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ or not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, 1024 * 1024)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        mallopt(mmap_threshold=1024 * 1024)
 
 
-_M_MMAP_THRESHOLD = -3
 _tune_memory()
 
 EXIT_OK = 0

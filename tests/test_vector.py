@@ -28,14 +28,15 @@ _OPCOUNT = re.compile(r"NCCL (?:INFO|TRACE) (.*opCount.*)$")
 def _coll_messages() -> list[str]:
     """COLL messages: the synthetic log's and every fixture's (all NCCL versions there)."""
     out: list[str] = []
-    path = Path(tempfile.mkdtemp()) / "coll.log"
-    synth().write_coll_heavy(path, 400_000)
-    for p in [path, *real_logs()]:
-        with open(p, encoding="utf-8", errors="replace") as f:
-            for text in f:
-                m = _OPCOUNT.search(text)
-                if m and m.group(1).isascii() and m.group(1).isprintable():
-                    out.append(m.group(1).strip(" "))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "coll.log"
+        synth().write_coll_heavy(path, 400_000)
+        for p in [path, *real_logs()]:
+            with open(p, encoding="utf-8", errors="replace") as f:
+                for text in f:
+                    m = _OPCOUNT.search(text)
+                    if m and m.group(1).isascii() and m.group(1).isprintable():
+                        out.append(m.group(1).strip(" "))
     return sorted(set(out))
 
 

@@ -346,6 +346,10 @@ class _Compiler:
     def first(self, terminal: str) -> _First:
         return self._first[terminal]
 
+    def regex_of(self, terminal: str) -> str:
+        """The terminal's regex, as the sequence regexes use it."""
+        return self._regex_of[terminal]
+
     def order(self, state: int) -> list[str]:
         """The contextual lexer's terminal order in a parser state (first match wins)."""
         names = self._order.get(state)

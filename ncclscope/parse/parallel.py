@@ -307,11 +307,8 @@ def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) 
     source = job.task.source
     lines = _task_batches(job.task, stats, job.limits)
     for records, frames in _ahead(job, parse_batches(lines, source, stats, _parser(job.limits))):
-        texts = [
-            jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n"
-            for rec in records
-            if not kinds or rec.KIND in kinds
-        ]
+        wanted = [rec for rec in records if not kinds or rec.KIND in kinds]
+        texts = [jsonl_line(record_to_dict(rec, with_text=with_text)) + "\n" for rec in wanted]
         lane = [
             jsonl_rows(f, source, with_text) for f in frames if not kinds or f.cls.KIND in kinds
         ]
@@ -320,9 +317,9 @@ def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) 
             continue
         # a line is the lane's whole or not at all: line numbers order the two exactly (a
         # stable sort keeps the parts of a spliced line in their order)
-        numbers = [rec.line for rec in records if not kinds or rec.KIND in kinds]
         mine = pl.DataFrame(
-            {"line": numbers, "json": texts}, schema={"line": pl.Int64, "json": pl.String}
+            {"line": [rec.line for rec in wanted], "json": texts},
+            schema={"line": pl.Int64, "json": pl.String},
         )
         merged = pl.concat([mine, *lane], how="vertical_relaxed").sort("line", maintain_order=True)
         yield merged.get_column("json").str.join("").item()

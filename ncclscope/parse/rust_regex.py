@@ -22,6 +22,8 @@ import re._constants as sre_c  # type: ignore[import-not-found]
 import re._parser as sre_p  # type: ignore[import-not-found]
 from typing import Any, Final, Literal
 
+import polars as pl
+
 Mode = Literal["exact", "superset"]
 
 
@@ -158,8 +160,6 @@ def _drop_subsumed(alts: list[Any]) -> list[Any]:
     """The alternatives without the literal ones another alternative matches whole: the same
     strings, and a branch Rust's engine can often run one-pass (several times faster at
     extracting groups). Only for supersets: which alternative matches first may change."""
-    import polars as pl
-
     literals = [literal_text(a) for a in alts]
     others = []
     for alt, lit in zip(alts, literals, strict=True):
@@ -347,8 +347,6 @@ def split_lookahead(items: Any) -> tuple[list[Any], list[Any] | None]:
 
 def compiles(pattern: str) -> bool:
     """Whether polars' engine takes the pattern (a cheap guard before a batch relies on it)."""
-    import polars as pl
-
     try:
         pl.Series([""]).str.contains(pattern)
     except Exception:

@@ -96,7 +96,7 @@ def _gap_regex(gap: Gap) -> str:
     return f" {{{lo},}}" if hi is None else f" {{{lo},{hi}}}"
 
 
-def _align(text: str, after: int, cores: list[list[Any]], gaps: list[Gap]) -> list[Gap] | None:
+def _align(text: str, after: int, bodies: list[list[Any]], gaps: list[Gap]) -> list[Gap] | None:
     """Gaps under which a lookahead's literal ``text`` after token ``after`` holds whenever the
     pieces that follow match, as far as the literal tokens there spell it; None if they do not."""
     out = list(gaps)
@@ -111,9 +111,9 @@ def _align(text: str, after: int, cores: list[list[Any]], gaps: list[Gap]) -> li
         out[j] = narrowed
         if not rest:
             break
-        if j == len(cores):
+        if j == len(bodies):
             return None  # text where the message must end
-        literal = rr.literal_text(rr.split_lookahead(cores[j])[0])
+        literal = rr.literal_text(rr.split_lookahead(bodies[j])[0])
         if literal is None:
             return None
         if rest.startswith(literal):
@@ -259,7 +259,7 @@ def earlier(fast: FastPath, vs: VectorSequence, char: str) -> str | None:
         idx = names.index(vs.first)
         mine = chosen[idx].pattern.to_regexp()
         # the scanner's pattern must be the token's own, whose first match the plan checked
-        if mine == fast.compiler._regex_of[vs.first]:
+        if mine == fast.compiler.regex_of(vs.first):
             try:
                 alts = [
                     rr.translate(t.pattern.to_regexp(), "superset", opening.flags, tail=True)
