@@ -84,3 +84,48 @@ def test_a_wrong_builder_is_retired_not_trusted() -> None:
     assert fp.parse(message) == expected
     assert fp.stats["retired"] == 1
     assert fp.parse(message) == expected
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_record_makers_build_what_the_classes_build(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generated constructors (transform.record_maker) against the dataclasses themselves:
+    same records, and the same build errors, on every fixture."""
+    from ncclscope.model.records import KINDS
+    from ncclscope.parse import transform
+
+    made = list(parse_path(path, parser=LineParser("fast")))
+    assert any(transform.record_maker(type(r)) is not None for r in made)
+    monkeypatch.setattr(transform, "_SIMPLE", dict.fromkeys(KINDS.values()))
+    built = list(parse_path(path, parser=LineParser("fast")))
+    assert made == built
+
+
+def test_record_maker_runs_post_init() -> None:
+    """A connection derives its devices, flags and detail in __post_init__; the maker runs it
+    after setting the fields, and swaps a reversed connection's ends as the class does."""
+    from ncclscope.model.enums import Level, Transport
+    from ncclscope.model.records.topology import Connection
+    from ncclscope.parse.transform import record_maker
+
+    make = record_maker(Connection)
+    assert make is not None
+    fields = {
+        "channel": 2,
+        "from_rank": 0,
+        "from_bracket": "0",
+        "to_rank": 1,
+        "to_bracket": "1",
+        "transport": Transport.P2P,
+        "p2p_mode": "IPC",
+        "flags": ("/read",),
+        "reverse": True,
+    }
+    env = {"host": "h", "pid": 7}
+    got = make("s", 3, "t", Level.INFO, env, fields)
+    want = Connection(source="s", line=3, text="t", level=Level.INFO, **env, **fields)
+    assert got == want
+    assert (got.from_rank, got.to_rank, got.from_dev, got.read) == (1, 0, 1, True)
+    with pytest.raises(KeyError):
+        make("s", 3, "t", Level.INFO, env, {**fields, "read": True})  # not an argument

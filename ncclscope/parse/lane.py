@@ -54,6 +54,7 @@ from ncclscope.parse.transform import (
     as_int,
     as_str,
     field_specs,
+    plain_record,
     record_maker,
     terminal_converter,
 )
@@ -220,7 +221,7 @@ def compile_sequence(fast: FastPath, terminals: tuple[str, ...]) -> LaneSequence
     cls = KINDS.get(str(tree.data))
     if cls is None or not issubclass(cls, Record) or cls.KIND not in HIGH_VOLUME_KINDS:
         raise Underivable("not a high-volume kind")
-    if record_maker(cls) is None:
+    if not plain_record(cls) or record_maker(cls) is None:
         raise Underivable("not a plain record class")
     specs = field_specs(cls)
     fields: list[LaneField] = []

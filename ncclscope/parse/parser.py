@@ -312,8 +312,10 @@ class LineParser:
             if make is not None:
                 try:
                     return make(source, number, text, part.level, env, body.fields)
-                except KeyError:
-                    pass  # a field the class lacks, or one missing: the class says which below
+                except (KeyError, TypeError, ValueError):
+                    # a field the class lacks or misses, or a value __post_init__ refuses: the
+                    # class itself says which below, as without the maker
+                    pass
             try:
                 return body.cls(
                     source=source, line=number, text=text, level=part.level, **env, **body.fields

@@ -284,27 +284,36 @@ IDENTITY_AFTER.update(
 _SIMPLE: dict[type, Callable[..., Record] | None] = {}
 
 
+def plain_record(cls: type[Record]) -> bool:
+    """Whether a record is its fields and nothing more: slots, no ``__post_init__``, no
+    default factories, every field an argument (what the lane can build as columns)."""
+    return (
+        "__slots__" in cls.__dict__
+        and not hasattr(cls, "__post_init__")
+        and all(
+            f.default_factory is dataclasses.MISSING and f.init for f in dataclasses.fields(cls)
+        )
+    )
+
+
 def record_maker(cls: type[Record]) -> Callable[..., Record] | None:
     """A constructor ``make(source, line, text, level, env, fields)`` equal to
     ``cls(source=…, line=…, text=…, level=…, **env, **fields)`` that sets the slots directly:
     keyword binding and ``object.__setattr__`` per field cost several microseconds a record.
 
-    It raises KeyError where the dataclass would raise TypeError (an unknown or missing field):
-    the caller then calls the class itself for the real error. None for a class it cannot
-    reproduce (``__post_init__``, default factories, no slots).
+    As the dataclass' ``__init__`` does, a field that is not an argument gets its default and
+    ``__post_init__`` runs last (a connection derives its devices and flags there). It raises
+    KeyError where the dataclass would raise TypeError (an unknown or missing field): the caller
+    then calls the class itself for the real error. None for a class it cannot reproduce
+    (default factories, no slots).
     """
     if cls in _SIMPLE:
         return _SIMPLE[cls]
     make: Callable[..., Record] | None = None
     flds = dataclasses.fields(cls)
-    plain = (
-        "__slots__" in cls.__dict__
-        and not hasattr(cls, "__post_init__")
-        and all(f.default_factory is dataclasses.MISSING and f.init for f in flds)
-    )
-    if plain:
+    if "__slots__" in cls.__dict__ and all(f.default_factory is dataclasses.MISSING for f in flds):
         env_names = [f.name for f in flds if f.name in _ENVELOPE_FIELDS]
-        own = [f.name for f in flds if f.name not in _ENVELOPE_FIELDS]
+        own = [f.name for f in flds if f.name not in _ENVELOPE_FIELDS and f.init]
         given = ("source", "line", "text", "level")
         g: dict[str, Any] = {
             "_new": object.__new__,
@@ -321,7 +330,11 @@ def record_maker(cls: type[Record]) -> Callable[..., Record] | None:
         for i, f in enumerate(flds):
             g[f"_s{i}"] = getattr(cls, f.name).__set__
             g[f"_d{i}"] = f.default
-            if f.name in given:
+            if not f.init:
+                if f.default is dataclasses.MISSING:
+                    continue  # __init__ leaves it unset too
+                value = f"_d{i}"
+            elif f.name in given:
                 value = f.name
             elif f.name in _ENVELOPE_FIELDS:
                 value = f"env.get({f.name!r}, _d{i})"
@@ -330,6 +343,8 @@ def record_maker(cls: type[Record]) -> Callable[..., Record] | None:
             else:
                 value = f"fields.get({f.name!r}, _d{i})"
             lines.append(f"    _s{i}(o, {value})")
+        if hasattr(cls, "__post_init__"):
+            lines.append("    o.__post_init__()")
         lines.append("    return o")
         exec(compile_generated("\n".join(lines) + "\n", f"<make:{cls.__name__}>"), g)
         make = g["make"]
