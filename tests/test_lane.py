@@ -41,6 +41,7 @@ def coll_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def eager_lane(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lane on every batch, however small, and batches that cut chains and processes."""
     monkeypatch.setattr(lane, "MIN_ROWS", 1)
+    monkeypatch.setattr(lane, "BLIND_PROBE_ROWS", 1)
     monkeypatch.setattr(lane, "BATCH_LINES", 7)
     monkeypatch.setattr(lane, "VECTOR_MIN_ROWS", 1)
 
@@ -154,6 +155,7 @@ def test_chains_around_bulk_rows(
     path = tmp_path / "chain.log"
     path.write_text(CHAIN_LOG)
     monkeypatch.setattr(lane, "MIN_ROWS", 1)
+    monkeypatch.setattr(lane, "BLIND_PROBE_ROWS", 1)
     monkeypatch.setattr(lane, "BATCH_LINES", batch)
     line_job, _ = _line_path_job([path])
     lane_job, _ = api.build([path])
@@ -298,3 +300,22 @@ def test_json_values_are_json_dumps(
         df = pl.DataFrame({"v": values}, schema={"v": dtype})
         got = df.select(lane._json_value(pl.col("v"), dtype)).to_series().to_list()
         assert got == [json.dumps(v, ensure_ascii=False) for v in values]
+
+
+def test_a_short_log_never_loads_polars(tmp_path: Path) -> None:
+    """polars costs ~0.2 s and ~25 MB to import: a short log's diagnose and parse go without it
+    (the lane's module loads it on first use, ncclscope._lazy)."""
+    import subprocess
+    import sys
+
+    log = FIXTURES[0]
+    assert sum(1 for _ in log.open("rb")) < lane.BLIND_PROBE_ROWS
+    code = (
+        "import sys\n"
+        "from ncclscope import api\n"
+        "from ncclscope.parse.parallel import parse_paths_jsonl\n"
+        f"api.diagnose([{str(log)!r}])\n"
+        f"''.join(parse_paths_jsonl([{str(log)!r}], workers=1))\n"
+        "assert 'polars' not in sys.modules, 'polars was loaded'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

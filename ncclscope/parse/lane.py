@@ -28,6 +28,7 @@ lane must decline and on error chains cut by batch boundaries.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import typing
 import weakref
@@ -36,9 +37,9 @@ from collections.abc import Sequence as Seq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-import polars as pl
 from lark import Token, Tree
 
+from ncclscope._lazy import LazyModule
 from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, SlotKey, ThreadKey
 from ncclscope.model.records import KINDS
@@ -61,7 +62,11 @@ from ncclscope.parse.transform import (
 from ncclscope.parse.vector import VectorSequence
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ncclscope.parse.parser import LineParser, SourceStats
+else:  # imported on first use (ncclscope._lazy)
+    pl = LazyModule("polars", globals(), "pl")
 
 #: lines per batch: large enough that polars' per-call cost vanishes, small enough for memory
 BATCH_LINES: Final = 8192
@@ -73,6 +78,8 @@ PROBES: Final = 24
 WORTH: Final = 0.25
 #: batches left to the line path while no sequence is adopted: 1, 2, 4, … up to this
 MAX_SKIP: Final = 16
+#: a batch with few keywords is probed (for families without one) only from this many lines
+BLIND_PROBE_ROWS: Final = 2048
 #: decide in polars what it provably decides as Python would (ncclscope.parse.vector); off,
 #: every row is decided by Python's regexes (tests compare the two)
 VECTOR = True
@@ -347,6 +354,11 @@ class Lane:
         # now and then elsewhere (families without a keyword).
         if self._family_keywords and _share(lines, self._family_keywords) >= WORTH:
             return self._take(lines, stats)
+        if _count(lines) < BLIND_PROBE_ROWS:
+            # Families without a keyword fill too little of a short batch to pay for polars
+            # (a short log never loads it).
+            out.rest = _as_lines(lines)
+            return out
         if self._skip:
             # Nothing adopted, no keyword to go by: probe again only after a while (twice as
             # long after each batch that taught nothing).
@@ -614,9 +626,18 @@ def _share(lines: Lines, keywords: tuple[str, ...]) -> float:
     if len(keywords) == 1:
         word = keywords[0]
         return sum(word in t for t in texts) / len(texts)
+    if len(texts) < BLIND_PROBE_ROWS:
+        # a short batch: one regex per line (~2 us) costs less than loading polars
+        either = _alternation(keywords)
+        return sum(either.search(t) is not None for t in texts) / len(texts)
     # several keywords: one Aho-Corasick pass in polars rather than a Python test per keyword
     hot = pl.Series(texts, dtype=pl.String).str.contains_any(list(keywords)).sum()
     return int(hot) / len(texts)
+
+
+@functools.cache
+def _alternation(keywords: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(map(re.escape, keywords)))
 
 
 _ENVELOPE_SET: Final = frozenset(ENVELOPE)

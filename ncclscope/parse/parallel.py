@@ -298,8 +298,6 @@ def _run(job: _Job) -> tuple[Any, SourceStats]:
 def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) -> Iterator[str]:
     """The ``parse`` jsonl text of a task, a batch at a time: the line path's records one by one,
     the lane's rows as columns (ncclscope.parse.lane.jsonl_rows), merged in line order."""
-    import polars as pl
-
     from ncclscope.model.records.serialize import jsonl_line, record_to_dict
     from ncclscope.parse.lane import jsonl_rows, parse_batches
 
@@ -315,6 +313,8 @@ def _jsonl(job: _Job, options: tuple[frozenset[str], bool], stats: SourceStats) 
         if not lane:
             yield "".join(texts)
             continue
+        import polars as pl  # the lane gave rows: polars is loaded already
+
         # a line is the lane's whole or not at all: line numbers order the two exactly (a
         # stable sort keeps the parts of a spliced line in their order)
         mine = pl.DataFrame(

@@ -20,9 +20,15 @@ from __future__ import annotations
 
 import re._constants as sre_c  # type: ignore[import-not-found]
 import re._parser as sre_p  # type: ignore[import-not-found]
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-import polars as pl
+from ncclscope._lazy import LazyModule
+
+if TYPE_CHECKING:
+    import polars as pl
+else:  # imported on first use (ncclscope._lazy)
+    pl = LazyModule("polars", globals(), "pl")
+
 
 Mode = Literal["exact", "superset"]
 

@@ -34,13 +34,18 @@ import re._constants as sre_c  # type: ignore[import-not-found]
 import re._parser as sre_p  # type: ignore[import-not-found]
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import polars as pl
 from lark import Token
 
+from ncclscope._lazy import LazyModule
 from ncclscope.parse import rust_regex as rr
 from ncclscope.parse.fast import FastPath, Underivable, _opened
+
+if TYPE_CHECKING:
+    import polars as pl
+else:  # imported on first use (ncclscope._lazy)
+    pl = LazyModule("polars", globals(), "pl")
 
 
 @dataclass(frozen=True, slots=True)
