@@ -138,10 +138,9 @@ def parse(
 
         try:
             for chunk in parse_paths_jsonl(
-                run.paths, workers, wanted, with_text, run.limits, run.stats
+                run.paths, workers, wanted, with_text, run.limits, run.stats, records=not stats
             ):
-                if not stats:
-                    sys.stdout.write(chunk)
+                sys.stdout.write(chunk)
             if stats:
                 _print_stats(run.stats, as_json=fmt == "jsonl")
         finally:

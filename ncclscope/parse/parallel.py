@@ -449,11 +449,15 @@ def parse_paths_jsonl(
     with_text: bool = False,
     limits: Limits = DEFAULT_LIMITS,
     stats_out: list[SourceStats] | None = None,
+    records: bool = True,
 ) -> Iterator[str]:
     """The ``parse`` command's jsonl text for ``paths``, in chunks of whole lines; the workers
-    serialise, so records never cross between processes."""
+    serialise, so records never cross between processes. ``records=False``: only the accounting
+    in ``stats_out`` (``parse --stats``), no record serialised."""
     out = stats_out if stats_out is not None else []
-    for chunk in _results(paths, workers, limits, (frozenset(kinds), with_text), out):
+    # no record has the empty kind: with it alone, every record is filtered out unserialised
+    wanted = frozenset(kinds) if records else frozenset({""})
+    for chunk in _results(paths, workers, limits, (wanted, with_text), out):
         if isinstance(chunk, str):
             yield chunk
         else:  # one process: the chunks of one input, as they are made
