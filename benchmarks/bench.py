@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,6 +102,8 @@ ROWS: list[Row] = [
 class Result:
     seconds: list[float] = field(default_factory=list)
     rss_kb: int = 0
+    #: peak anonymous memory (RssAnon, sampled): the part of the peak that is not library pages
+    anon_kb: int = 0
     error: str | None = None
     #: (MB, lines) of the sample it ran on, when not the whole input
     sample: tuple[float, int] | None = None
@@ -131,19 +134,49 @@ def read_loop_floor(path: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, int, str]:
-    """(wall seconds, peak RSS in KiB, exit status, stderr tail) of one child process."""
-    full_env = {**os.environ, **env}
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    """The measured commands' environment. Bytecode caching is left on even where this shell
+    turns it off (PYTHONDONTWRITEBYTECODE): an installed ncclscope reads its modules compiled,
+    and recompiling them would add ~0.1 s to every run (the warm-up run writes the cache)."""
+    full = {**os.environ, **env}
+    full.pop("PYTHONDONTWRITEBYTECODE", None)
+    return full
+
+
+def _sample_anon(pid: int, peak: list[int], done: threading.Event) -> None:
+    """The largest RssAnon (KiB) of ``pid`` seen every 10 ms until ``done`` (Linux; else 0)."""
+    status = Path(f"/proc/{pid}/status")
+    while not done.is_set():
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    peak[0] = max(peak[0], int(line.split()[1]))
+                    break
+        except (OSError, ValueError):
+            return
+        done.wait(0.01)
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, int, str, int]:
+    """(wall seconds, peak RSS in KiB, exit status, stderr tail, peak anonymous KiB) of one
+    child process. Peak RSS (the kernel's high-water mark) counts the library pages the process
+    mapped; the anonymous peak, sampled, is the memory the run itself allocated."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env, cwd=ROOT
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(env), cwd=ROOT
     )
     assert proc.stderr is not None
+    peak, done = [0], threading.Event()
+    sampler = threading.Thread(target=_sample_anon, args=(proc.pid, peak, done), daemon=True)
+    sampler.start()
     err = proc.stderr.read()
+    done.set()
+    sampler.join()
     _pid, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, int(usage.ru_maxrss), proc.returncode, err.decode(errors="replace")[-300:]
+    tail = err.decode(errors="replace")[-300:]
+    return elapsed, int(usage.ru_maxrss), proc.returncode, tail, peak[0]
 
 
 def cli_commands() -> set[str]:
@@ -193,14 +226,18 @@ def measure(
                     if res.sample is None:
                         res.sample = head_of(path, sample, target)
                 argv = [a.format(file=target, tmp=tmp) for a in row.argv]
-                secs, rss, rc, err = run_child(argv, row.env)
+                secs, rss, rc, err, anon = run_child(argv, row.env)
                 if rc != 0 and row.needs != "diagnose":
                     res.error = f"exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}"
                     log(f"  {k:5} {row.name}: {res.error}")
                     continue
                 res.seconds.append(secs)
                 res.rss_kb = max(res.rss_kb, rss)
-                log(f"  round {rnd + 1} {k:5} {row.name:32} {secs:7.2f} s  {rss / 1024:6.0f} MiB")
+                res.anon_kb = max(res.anon_kb, anon)
+                log(
+                    f"  round {rnd + 1} {k:5} {row.name:32} {secs:7.2f} s  {rss / 1024:6.0f} MiB"
+                    f"  (anon {anon / 1024:.0f})"
+                )
     merged: dict[str, dict[str, Result]] = {}
     for k in inputs:
         merged[k] = {'Python read loop (`"NCCL" in line`), the floor': Result(floors[k])}
@@ -208,11 +245,24 @@ def measure(
     return merged, facts
 
 
+def warm_up(tmp: Path) -> None:
+    """One untimed run of each command on a fixture: the per-user disk caches (compiled
+    regexes, generated code) and the bytecode are written before anything is measured."""
+    log = sorted((ROOT / "fixtures/real").glob("*.log"))[0]
+    for argv in (
+        [EXE, "parse", str(log)],
+        [EXE, "diagnose", "--fail-on", "never", str(log)],
+        [EXE, "export", str(log), "-o", str(tmp / "warm.parquet")],
+    ):
+        subprocess.run(argv, capture_output=True, check=False, env=child_env({}), cwd=ROOT)
+    shutil.rmtree(tmp / "warm.parquet", ignore_errors=True)
+
+
 def startup(rounds: int) -> float:
     times = []
     for _ in range(max(rounds, 3)):
         t0 = time.perf_counter()
-        subprocess.run([EXE, "--help"], capture_output=True, check=False)
+        subprocess.run([EXE, "--help"], capture_output=True, check=False, env=child_env({}))
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -257,12 +307,12 @@ def render(
             "",
             f"## {k}",
             "",
-            "| what | s | MB/s | lines/s | × floor | peak RSS MiB |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| what | s | MB/s | lines/s | × floor | peak RSS MiB | of it anon MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for name, res in rows.items():
             if res.error:
-                out.append(f"| {name} | failed: {res.error} | | | | |")
+                out.append(f"| {name} | failed: {res.error} | | | | | |")
                 continue
             if not res.seconds:
                 continue
@@ -272,10 +322,11 @@ def render(
                 f" (first {row_mb:.2f} MB)" if res.sample else ""
             )
             rss = f"{res.rss_kb / 1024:.0f}" if res.rss_kb else "–"
+            anon = f"{res.anon_kb / 1024:.0f}" if res.anon_kb else "–"
             ratio = (s / row_mb) / (floor / mb)
             out.append(
                 f"| {name}{marks} | {s:.2f} | {row_mb / s:,.1f} | {row_lines / s:,.0f} | "
-                f"{ratio:.1f} | {rss} |"
+                f"{ratio:.1f} | {rss} | {anon} |"
             )
     out += _scaling(results)
     out += _big_section(big)
@@ -287,13 +338,18 @@ def render(
         "the fast path's regexes and the Lark scanners its first lines need); on inputs of a few "
         "MB it is most of the time, so the rates above understate the marginal rate; compiled "
         "regexes and generated code are kept in a per-user disk cache, so only a first run "
-        "compiles them. `--workers` splits plain files at line boundaries, in ranges of at most "
+        "compiles them, and every command ran once untimed before the rounds, with Python's "
+        "bytecode cache on (as an installed tool has it). A short log never loads polars: the "
+        "lane imports it for a batch worth typing as columns. `--workers` splits plain files at line boundaries, in ranges of at most "
         "4 MiB, and forks its workers before the parent loads polars (so they inherit the grammar "
         "and the compiled fast path); files of 2 MiB and more are split (32 MiB where workers "
         "must come from a fork server, polars being loaded); the parent keeps a share (writing "
-        "Parquet, or modelling what the workers hand back). Peak RSS is the main process's, "
-        "mapped library pages included (a freshly installed environment, fully in the page cache, "
-        "reads ~40-60 MB more). Runs of plain lines are read as text batches; collective calls "
+        "Parquet, or modelling what the workers hand back). Peak RSS is the main process's "
+        "high-water mark, the library pages it mapped included: polars' and Arrow's shared "
+        "libraries are ~70 MB of it for parse and diagnose and ~140 MB for export, the more the "
+        "more of their files the page cache holds (a freshly installed environment: all of it). "
+        "`of it anon` is the peak of anonymous memory (sampled every 10 ms): what the run "
+        "allocated itself, the part that could grow with the input. Runs of plain lines are read as text batches; collective calls "
         "go through the columnar lane (ncclscope/parse/lane.py), decided by polars' regex engine "
         "where it provably agrees with Python's (ncclscope/parse/vector.py), their jsonl and "
         "Parquet rows built as columns; the other lines through the line path. One process "
@@ -343,12 +399,12 @@ def measure_big(path: Path, tmp: Path, log: Callable[[str], None]) -> dict[str, 
     out: dict[str, Result] = {}
     for row in BIG_ROWS:
         argv = [a.format(file=path, tmp=tmp) for a in row.argv]
-        secs, rss, rc, err = run_child(argv, row.env)
-        res = Result([secs], rss)
+        secs, rss, rc, err, anon = run_child(argv, row.env)
+        res = Result([secs], rss, anon)
         if rc != 0:
             res.error = f"exit {rc}: {err.strip()[-200:]}"
         out[row.name] = res
-        log(f"  big {row.name:20} {secs:7.1f} s  {rss / 1024:6.0f} MiB")
+        log(f"  big {row.name:20} {secs:7.1f} s  {rss / 1024:6.0f} MiB  (anon {anon / 1024:.0f})")
         shutil.rmtree(tmp / "big.parquet", ignore_errors=True)
     return out
 
@@ -361,15 +417,18 @@ def _big_section(big: tuple[float, dict[str, Result]] | None) -> list[str]:
         "",
         f"## a {mb / 1000:.1f} GB COLL-heavy log (each row once)",
         "",
-        "| what | s | MB/s | peak RSS MiB |",
-        "|---|---:|---:|---:|",
+        "| what | s | MB/s | peak RSS MiB | of it anon MiB |",
+        "|---|---:|---:|---:|---:|",
     ]
     for name, res in rows.items():
         if res.error:
-            out.append(f"| {name} | failed: {res.error} | | |")
+            out.append(f"| {name} | failed: {res.error} | | | |")
             continue
         s = res.seconds[0]
-        out.append(f"| {name} | {s:.1f} | {mb / s:.1f} | {res.rss_kb / 1024:.0f} |")
+        out.append(
+            f"| {name} | {s:.1f} | {mb / s:.1f} | {res.rss_kb / 1024:.0f} | "
+            f"{res.anon_kb / 1024:.0f} |"
+        )
     parse, diag = rows.get("parse → jsonl"), rows.get("diagnose")
     if parse and diag and parse.seconds and diag.seconds:
         out += [
@@ -413,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         if not init.exists():
             synth.write_init_heavy(init, init_mb * 1_000_000, ROOT / "fixtures/real")
         log(f"inputs in {work}")
+        warm_up(Path(td))
         results, facts = measure(
             {"coll": coll, "init": init}, rounds, Path(td), log, 0.5 if args.quick else None
         )
