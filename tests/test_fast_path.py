@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -129,3 +130,16 @@ def test_record_maker_runs_post_init() -> None:
     assert (got.from_rank, got.to_rank, got.from_dev, got.read) == (1, 0, 1, True)
     with pytest.raises(KeyError):
         make("s", 3, "t", Level.INFO, env, {**fields, "read": True})  # not an argument
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\s", r"\S", r"\d", r"\D", r"\w", r"\W", r"[\s\d]", r"[^\s]", r"[^\w\s]", r"[a-f\s]"],
+)
+def test_first_characters_of_a_class_are_what_re_matches(pattern: str) -> None:
+    """For a one-character class, the characters a match can start with are exactly those
+    ``re`` matches (``\\s`` takes \\x1c-\\x1f too)."""
+    from ncclscope.parse.fast import first_chars
+
+    rx = re.compile(pattern)
+    assert first_chars(pattern).ascii == {c for c in range(128) if rx.match(chr(c))}

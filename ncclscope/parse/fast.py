@@ -111,9 +111,18 @@ class _First:
 
 _ALL = _First(frozenset(range(128)), True)
 _NONE = _First(frozenset(), False)
-_DIGITS = frozenset(range(48, 58))
-_WORDS = _DIGITS | frozenset(range(65, 91)) | frozenset(range(97, 123)) | {95}
-_SPACES = frozenset(b" \t\n\r\f\v")
+
+
+def _ascii_matching(category: str) -> frozenset[int]:
+    r"""The ASCII characters ``re`` itself matches with a category escape (``\s`` also takes
+    the separators \x1c-\x1f, which a list written by hand forgot)."""
+    rx = re.compile(category)
+    return frozenset(c for c in range(128) if rx.match(chr(c)))
+
+
+_DIGITS = _ascii_matching(r"\d")
+_WORDS = _ascii_matching(r"\w")
+_SPACES = _ascii_matching(r"\s")
 _CATEGORY: dict[Any, _First] = {
     sre_c.CATEGORY_DIGIT: _First(_DIGITS, True),
     sre_c.CATEGORY_NOT_DIGIT: _First(frozenset(range(128)) - _DIGITS, True),
@@ -190,7 +199,8 @@ def _first(items: Iterable[Any], ignorecase: bool = False) -> tuple[_First, bool
     return acc, True
 
 
-_FIRST_TABLE = Table("first-chars", keep_unused=True, save_at_exit=True)
+# "-2": the sets stored before \s took \x1c-\x1f are not read again
+_FIRST_TABLE = Table("first-chars-2", keep_unused=True, save_at_exit=True)
 _FIRST_MEMO: dict[str, _First] = {}
 
 
