@@ -6,6 +6,8 @@ from __future__ import annotations
 import codecs
 import gzip
 import itertools
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -167,3 +169,71 @@ def test_diagnose_workers_identical(small_ranges: None, coll_log: Path) -> None:
     )
     assert one.exit_code == two.exit_code == 0
     assert two.stdout == one.stdout and '"findings"' in one.stdout
+
+
+def test_window_hands_out_at_most_its_size() -> None:
+    """The pool's task thread gets a new range only when the consumer took a result."""
+    window = parallel.Window(2)
+    got: list[int] = []
+    feeder = threading.Thread(target=lambda: got.extend(window.feed(range(10))), daemon=True)
+    feeder.start()
+    time.sleep(0.3)
+    assert got == [0, 1]
+    window.done_one()
+    time.sleep(0.3)
+    assert got == [0, 1, 2]
+    window.stop()  # a consumer that stops early frees the waiting task thread
+    feeder.join(timeout=2)
+    assert not feeder.is_alive() and got == [0, 1, 2]
+
+
+def test_a_slow_consumer_holds_a_bounded_number_of_ranges(
+    small_ranges: None, coll_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers faster than the parent: at most AHEAD_PER_WORKER per worker ranges are out at
+    any time, however many the file has; the output is still the serial one."""
+    real = parallel.Window
+
+    class Counting(real):
+        def __init__(self, size: int) -> None:
+            super().__init__(size)
+            self.size, self.out, self.most = size, 0, 0
+
+        def feed(self, items):  # type: ignore[no-untyped-def]
+            for item in super().feed(items):
+                self.out += 1
+                self.most = max(self.most, self.out)
+                yield item
+
+        def done_one(self) -> None:
+            self.out -= 1
+            super().done_one()
+
+    windows: list[Counting] = []
+    monkeypatch.setattr(
+        parallel, "Window", lambda size: windows.append(Counting(size)) or windows[-1]
+    )
+    want = "".join(parallel.parse_paths_jsonl([str(coll_log)], workers=1))
+    chunks = []
+    for chunk in parallel.parse_paths_jsonl([str(coll_log)], workers=2):
+        chunks.append(chunk)
+        time.sleep(0.02)  # the parent is the slow side
+    assert "".join(chunks) == want
+    (window,) = windows
+    assert len(chunks) > 3 * window.size  # many more ranges than the window
+    assert window.most <= window.size == parallel.AHEAD_PER_WORKER * 2
+
+
+def test_stopping_early_does_not_hang(small_ranges: None, coll_log: Path) -> None:
+    """`parse --workers 2 big.log | head`: closing the output after one chunk ends the pool."""
+    done = threading.Event()
+
+    def consume_one() -> None:
+        chunks = parallel.parse_paths_jsonl([str(coll_log)], workers=2)
+        next(chunks)
+        chunks.close()  # type: ignore[attr-defined]
+        done.set()
+
+    t = threading.Thread(target=consume_one, daemon=True)
+    t.start()
+    assert done.wait(timeout=60)

@@ -23,6 +23,7 @@ import gc
 import io
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
@@ -359,6 +360,40 @@ def _warm(tasks: list[Task], limits: Limits) -> None:
             continue
 
 
+#: ranges a pool may have queued, running or finished but not yet consumed, per worker: enough
+#: to keep every worker busy, few enough that when the parent is the slower side (writing
+#: Parquet and modelling for many workers) their output never piles up in its memory
+AHEAD_PER_WORKER = 2
+
+
+class Window:
+    """Hands items to a pool only while fewer than ``size`` are out: ``feed`` (iterated by the
+    pool's task thread) waits for a free place, and each result the consumer takes frees one.
+    ``Pool.imap`` alone queues every task at once and keeps every result until it is asked for.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._free = threading.Semaphore(size)
+        self._stop = threading.Event()
+
+    def feed(self, items: Iterable[T]) -> Iterator[T]:
+        for item in items:
+            while not self._free.acquire(timeout=0.05):
+                if self._stop.is_set():
+                    return
+            if self._stop.is_set():
+                return
+            yield item
+
+    def done_one(self) -> None:
+        self._free.release()
+
+    def stop(self) -> None:
+        """No more items: a consumer that stops early (an error, ``parse | head``) must not
+        leave the pool's task thread waiting for a place that never frees."""
+        self._stop.set()
+
+
 def _results(
     paths: Iterable[str],
     workers: int,
@@ -390,27 +425,30 @@ def _results(
         _warm(tasks, limits)
         save_all()  # what the warm-up compiled, for the next run (workers never save)
     by_source: dict[tuple[str, str], SourceStats] = {}
+    size = min(n, len(tasks))
+    window = Window(AHEAD_PER_WORKER * size)
+    jobs = [_Job(t, limits, jsonl, batches, tables, ahead=False) for t in tasks]
     # Everything alive now (the grammar's tables, the compiled fast path: hundreds of thousands
     # of objects) lives as long as the process: frozen, the cyclic collector stops walking it
     # each time the records streaming through here trigger a full collection, in this process
     # and in the forked workers alike (which also keeps their inherited pages shared).
     gc.freeze()
     try:
-        with ctx.Pool(min(n, len(tasks))) as pool:
-            for task, (payload, st) in zip(
-                tasks,
-                pool.imap(
-                    _run, [_Job(t, limits, jsonl, batches, tables, ahead=False) for t in tasks]
-                ),
-                strict=True,
-            ):
-                key = (task.path, task.source)
-                if task.start > 0 and key in by_source:
-                    merge_stats(by_source[key], st)
-                else:
-                    by_source[key] = st
-                    stats_out.append(st)
-                yield payload
+        with ctx.Pool(size) as pool:
+            try:
+                results = pool.imap(_run, window.feed(jobs))
+                for task, (payload, st) in zip(tasks, results, strict=True):
+                    window.done_one()
+                    key = (task.path, task.source)
+                    if task.start > 0 and key in by_source:
+                        merge_stats(by_source[key], st)
+                    else:
+                        by_source[key] = st
+                        stats_out.append(st)
+                    yield payload
+            finally:
+                # before the pool's exit joins the thread that may wait in window.feed
+                window.stop()
     finally:
         gc.unfreeze()
 
