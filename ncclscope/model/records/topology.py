@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
@@ -17,7 +19,10 @@ from ncclscope.model.records.base import Part, Record
 _DEV_INDEX = re.compile(r"\d{1,3}")
 
 
+@functools.lru_cache(maxsize=4096)
 def _bus_id(text: str) -> str:
+    # cached: a job's connection lines name the same few GPUs over and over, and the model keeps
+    # every connection, so one string per GPU instead of one per line
     digits = text.lower().rjust(9, "0")
     return f"{digits[:-5][-4:].rjust(4, '0')}:{digits[-5:-3]}:{digits[-3:-1]}.{digits[-1]}"
 
@@ -124,7 +129,8 @@ class Connection(Record):
         set_(self, "gdr", "/GDRDMA" in flags)
         set_(self, "gdr_pci", "(PCI)" in flags)
         set_(self, "shared", "/Shared" in flags)
-        set_(self, "transport_detail", self._detail())
+        # interned: a handful of distinct texts across every connection the model keeps
+        set_(self, "transport_detail", sys.intern(self._detail()))
 
     def _detail(self) -> str:
         """The text after ``via``, rebuilt from its parts in the order NCCL prints them."""
