@@ -258,6 +258,27 @@ def warm_up(tmp: Path) -> None:
     shutil.rmtree(tmp / "warm.parquet", ignore_errors=True)
 
 
+_SPIN = "s = 0\nfor i in range(15_000_000):\n    s += i\n"
+
+
+def parallel_capacity(rounds: int) -> float:
+    """How much more one-thread Python work this machine does with one process per CPU than
+    with one process: the most any number of workers can gain here (a virtual machine's CPUs
+    may share a core, and neighbours share the host)."""
+    n = os.cpu_count() or 1
+    ratios = []
+    for _ in range(max(rounds, 3)):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _SPIN], check=True)
+        one = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(n)]
+        for proc in procs:
+            proc.wait()
+        ratios.append(n * one / (time.perf_counter() - t0))
+    return statistics.median(ratios)
+
+
 def startup(rounds: int) -> float:
     times = []
     for _ in range(max(rounds, 3)):
@@ -276,6 +297,7 @@ def render(
     load: tuple[float, float] = (0.0, 0.0),
     note: str = "",
     big: tuple[float, dict[str, Result]] | None = None,
+    capacity: float | None = None,
 ) -> str:
     out = [
         "# Performance",
@@ -329,6 +351,12 @@ def render(
                 f"{ratio:.1f} | {rss} | {anon} |"
             )
     out += _scaling(results)
+    if capacity is not None:
+        out += [
+            "",
+            f"{os.cpu_count()} processes of plain Python at once do {capacity:.2f}× the work of "
+            "one here (median of 3): the most any number of workers can gain on this machine.",
+        ]
     out += _big_section(big)
     out += [
         "",
@@ -477,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             {"coll": coll, "init": init}, rounds, Path(td), log, 0.5 if args.quick else None
         )
         help_s = startup(rounds)
+        capacity = parallel_capacity(rounds)
         big = None
         if args.big_mb:
             path = work / f"coll-{args.big_mb}MB.log"
@@ -484,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
                 synth.write_coll_heavy(path, args.big_mb * 1_000_000)
             big = (path.stat().st_size / 1e6, measure_big(path, Path(td), log))
     load = (load_before, os.getloadavg()[0])
-    text = render(results, facts, help_s, args.quick, rounds, load, args.note, big)
+    text = render(results, facts, help_s, args.quick, rounds, load, args.note, big, capacity)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)
