@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ncclscope.parse import lane, rust_regex, vector
+from ncclscope.parse.fast import Underivable
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Line
 from tests.helpers import real_logs, synth
@@ -59,6 +60,10 @@ _TRICKY = " :x0123456789abcdefABCDEF()[]=-nilopCountsendbufcm"
 
 
 def _mutate(rng: random.Random, msg: str) -> str:
+    return _mutate_with(rng, msg, _TRICKY)
+
+
+def _mutate_with(rng: random.Random, msg: str, alphabet: str) -> str:
     chars = list(msg)
     for _ in range(rng.randint(1, 3)):
         pos = rng.randrange(len(chars) + 1)
@@ -66,9 +71,9 @@ def _mutate(rng: random.Random, msg: str) -> str:
         if what < 0.35 and pos < len(chars):
             del chars[pos]
         elif what < 0.7:
-            chars.insert(pos, rng.choice(_TRICKY))
+            chars.insert(pos, rng.choice(alphabet))
         elif pos < len(chars):
-            chars[pos] = rng.choice(_TRICKY)
+            chars[pos] = rng.choice(alphabet)
     return "".join(chars).strip(" ")
 
 
@@ -282,3 +287,77 @@ def test_munch_unique_is_true_where_proved(pattern: str, follow: str) -> None:
 def test_munch_unique_refuses_what_is_not_so(pattern: str, follow: str) -> None:
     items = rust_regex.parse(pattern)
     assert not rust_regex.munch_unique(list(items), frozenset(ord(c) for c in follow))
+
+
+_ENV_SET = re.compile(r"NCCL INFO ([A-Z_]+ set (?:by environment )?to .*?)(?: \[repeated.*)?$")
+_ENV_TRICKY = " .0123456789forsetbyenvironmentNCL_xyz,-"
+
+
+def _env_messages() -> list[str]:
+    out: set[str] = set()
+    for p in real_logs():
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for text in f:
+                m = _ENV_SET.search(text.rstrip("\n"))
+                if m and m.group(1).isascii() and m.group(1).isprintable():
+                    out.add(m.group(1).strip(" "))
+    return sorted(out)
+
+
+def test_absent_checks_agree_with_python() -> None:
+    """The "absent" checks (a terminal the lexer must not see where a token starts: a number
+    where a setting's value begins) are exercised by no adopted COLL sequence; the settings'
+    sequences have them. Planned for polars and decided on real and mutated setting messages,
+    every accept must be Python's match with Python's groups, every reject Python's rejection,
+    and the checks must turn some strict matches away."""
+    parser = LineParser()
+    fast = parser.fast
+    assert fast is not None
+    planned = []
+    for fam in fast.families:
+        if fam.root != "env_setting":
+            continue
+        for branch in fam.branches.values():
+            for terminals, _n in branch.terminal_sequences:
+                try:
+                    vs = vector.plan(fast, tuple(terminals))
+                except (Underivable, rust_regex.Untranslatable, re.error):
+                    continue  # a sequence polars cannot decide
+                if any(c.kind == "absent" for c in vs.checks):
+                    pieces, _tree = fast.compiler.compile(tuple(terminals))
+                    exact = "".join(
+                        lead + f"(?P<g{i}>{body})"
+                        for i, (lead, body, _kept) in enumerate(lane._opened(pieces))
+                    )
+                    planned.append((vs, re.compile(exact)))
+    assert planned, "no settings sequence has an absent check any more"
+    real = _env_messages()
+    assert len(real) > 10
+    rng = random.Random(11)
+    msgs = sorted(
+        set(real)
+        | {m for m in (_mutate_with(rng, rng.choice(real), _ENV_TRICKY) for _ in range(4000)) if m}
+    )
+    rows = pl.DataFrame(
+        {"k": range(len(msgs)), "msg": msgs}, schema={"k": pl.Int64, "msg": pl.String}
+    )
+    accepts = rejects = turned_away = 0
+    for vs, exact in planned:
+        groups, unsure_k = vector.decide(fast, vs, rows)
+        got = {row[0]: row[1:] for row in groups.iter_rows()}
+        unsure = set(unsure_k.to_list())
+        for k, msg in enumerate(msgs):
+            m = exact.match(msg)
+            opened = fast.opening.match(msg) == vs.first
+            if k in got:
+                accepts += 1
+                assert opened and m is not None, msg
+                assert got[k] == tuple(m.group(g) for g in vs.groups), msg
+            elif k not in unsure:
+                rejects += 1
+                assert m is None, msg
+        # matched by the strict form yet not accepted: a check (or the opening) said no
+        strict_k = rows.filter(pl.col("msg").str.contains(vs.strict)).get_column("k").to_list()
+        turned_away += len(set(strict_k) - set(got))
+    assert accepts > 50 and rejects > 50
+    assert turned_away > 0, "no check ever turned a strict match away"
