@@ -28,6 +28,7 @@ from ncclscope.report.json_report import diagnosis_to_dict
 from tests.helpers import real_logs, synth
 
 FIXTURES = real_logs()
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -302,20 +303,26 @@ def test_json_values_are_json_dumps(
         assert got == [json.dumps(v, ensure_ascii=False) for v in values]
 
 
-def test_a_short_log_never_loads_polars(tmp_path: Path) -> None:
-    """polars costs ~0.2 s and ~25 MB to import: a short log's diagnose and parse go without it
-    (the lane's module loads it on first use, ncclscope._lazy)."""
+def test_a_log_without_collective_lines_never_loads_polars(tmp_path: Path) -> None:
+    """polars costs ~0.2 s and ~25 MB to import: diagnose and parse of a short log, or of a
+    longer one whose lines the lane could not take (an init log of several nodes), go without
+    it; the lane's module loads it on first use (ncclscope._lazy)."""
     import subprocess
     import sys
 
-    log = FIXTURES[0]
-    assert sum(1 for _ in log.open("rb")) < lane.BLIND_PROBE_ROWS
-    code = (
-        "import sys\n"
-        "from ncclscope import api\n"
-        "from ncclscope.parse.parallel import parse_paths_jsonl\n"
-        f"api.diagnose([{str(log)!r}])\n"
-        f"''.join(parse_paths_jsonl([{str(log)!r}], workers=1))\n"
-        "assert 'polars' not in sys.modules, 'polars was loaded'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    short = FIXTURES[0]
+    assert sum(1 for _ in short.open("rb")) < lane.BLIND_PROBE_ROWS
+    init = ROOT / "fixtures/real/long/L06-jeanzay-a100-omnipath-4node-2.10.log"
+    longer = tmp_path / "init-twice.log"
+    longer.write_bytes(init.read_bytes() * 2)
+    assert sum(1 for _ in longer.open("rb")) > lane.BLIND_PROBE_ROWS
+    for log in (short, longer):
+        code = (
+            "import sys\n"
+            "from ncclscope import api\n"
+            "from ncclscope.parse.parallel import parse_paths_jsonl\n"
+            f"api.diagnose([{str(log)!r}])\n"
+            f"''.join(parse_paths_jsonl([{str(log)!r}], workers=1))\n"
+            "assert 'polars' not in sys.modules, 'polars was loaded'\n"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True)

@@ -80,6 +80,8 @@ WORTH: Final = 0.25
 MAX_SKIP: Final = 16
 #: a batch with few keywords is probed (for families without one) only from this many lines
 BLIND_PROBE_ROWS: Final = 2048
+#: lines of a batch whose keywords are counted to estimate its share (WORTH)
+SHARE_SAMPLE: Final = 512
 #: decide in polars what it provably decides as Python would (ncclscope.parse.vector); off,
 #: every row is decided by Python's regexes (tests compare the two)
 VECTOR = True
@@ -365,13 +367,35 @@ class Lane:
             self._skip -= 1
             out.rest = _as_lines(lines)
             return out
-        out = self._take(lines, stats)
+        if self._sampled_high_volume(lines):
+            out = self._take(lines, stats)
+        else:
+            # the sample holds no line the lane could take: polars would learn nothing
+            out.rest = _as_lines(lines)
         if self.sequences:
             self._misses = 0
         else:
             self._misses += 1
             self._skip = min(2 ** (self._misses - 1), MAX_SKIP)
         return out
+
+    def _sampled_high_volume(self, lines: Lines) -> bool:
+        """Whether the fast path types one of PROBES INFO/TRACE lines spread over the batch as
+        a high-volume kind: the lines a polars probe would learn from, asked in Python first
+        (their shapes are the line path's to learn anyway)."""
+        texts = lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
+        levelled = [t for t in texts if "NCCL INFO" in t or "NCCL TRACE" in t]
+        if not levelled:
+            return False
+        step = max(1, len(levelled) // PROBES)
+        for text in levelled[::step][:PROBES]:
+            for part in self.parser.split(text):
+                if part.level.value not in LEVELS:
+                    continue
+                body = self.fast.parse(part.message.strip())
+                if body is not None and body.cls.KIND in HIGH_VOLUME_KINDS:
+                    return True
+        return False
 
     @property
     def _keywords(self) -> tuple[str, ...] | None:
@@ -621,18 +645,16 @@ def _as_lines(lines: Lines) -> list[Line]:
 
 
 def _share(lines: Lines, keywords: tuple[str, ...]) -> float:
-    """The share of lines holding one of the keywords."""
+    """The share of lines holding one of the keywords: counted on SHARE_SAMPLE lines spread
+    evenly over the batch (the share only meets a threshold; Python's regex on a sample costs
+    less than loading polars, which a log without high-volume lines never needs)."""
     texts = lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
+    sample = texts[:: max(1, len(texts) // SHARE_SAMPLE)]
     if len(keywords) == 1:
         word = keywords[0]
-        return sum(word in t for t in texts) / len(texts)
-    if len(texts) < BLIND_PROBE_ROWS:
-        # a short batch: one regex per line (~2 us) costs less than loading polars
-        either = _alternation(keywords)
-        return sum(either.search(t) is not None for t in texts) / len(texts)
-    # several keywords: one Aho-Corasick pass in polars rather than a Python test per keyword
-    hot = pl.Series(texts, dtype=pl.String).str.contains_any(list(keywords)).sum()
-    return int(hot) / len(texts)
+        return sum(word in t for t in sample) / len(sample)
+    either = _alternation(keywords)
+    return sum(either.search(t) is not None for t in sample) / len(sample)
 
 
 @functools.cache
