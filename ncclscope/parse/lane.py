@@ -382,9 +382,8 @@ class Lane:
     def _sampled_high_volume(self, lines: Lines) -> bool:
         """Whether the fast path types one of PROBES INFO/TRACE lines spread over the batch as
         a high-volume kind: the lines a polars probe would learn from, asked in Python first
-        (their shapes are the line path's to learn anyway)."""
-        texts = lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
-        levelled = [t for t in texts if "NCCL INFO" in t or "NCCL TRACE" in t]
+        (through the line path's own cache: parsed here, a message costs it a lookup)."""
+        levelled = [t for t in _texts(lines) if "NCCL INFO" in t or "NCCL TRACE" in t]
         if not levelled:
             return False
         step = max(1, len(levelled) // PROBES)
@@ -392,7 +391,7 @@ class Lane:
             for part in self.parser.split(text):
                 if part.level.value not in LEVELS:
                     continue
-                body = self.fast.parse(part.message.strip())
+                body = self.parser.parse_message(part.message.strip())
                 if body is not None and body.cls.KIND in HIGH_VOLUME_KINDS:
                     return True
         return False
@@ -644,11 +643,15 @@ def _as_lines(lines: Lines) -> list[Line]:
     return lines.lines() if isinstance(lines, TextBatch) else lines
 
 
+def _texts(lines: Lines) -> list[str]:
+    return lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
+
+
 def _share(lines: Lines, keywords: tuple[str, ...]) -> float:
     """The share of lines holding one of the keywords: counted on SHARE_SAMPLE lines spread
     evenly over the batch (the share only meets a threshold; Python's regex on a sample costs
     less than loading polars, which a log without high-volume lines never needs)."""
-    texts = lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
+    texts = _texts(lines)
     sample = texts[:: max(1, len(texts) // SHARE_SAMPLE)]
     if len(keywords) == 1:
         word = keywords[0]
