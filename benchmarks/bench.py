@@ -267,10 +267,10 @@ def warm_up(tmp: Path) -> None:
 _SPIN = "s = 0\nfor i in range(15_000_000):\n    s += i\n"
 
 
-def parallel_capacity(rounds: int) -> float:
+def parallel_capacity(rounds: int) -> tuple[float, int]:
     """How much more one-thread Python work this machine does with one process per CPU than
     with one process: the most any number of workers can gain here (a virtual machine's CPUs
-    may share a core, and neighbours share the host)."""
+    may share a core, and neighbours share the host): (median ratio, trials)."""
     n = os.cpu_count() or 1
     ratios = []
     for _ in range(max(rounds, 3)):
@@ -282,7 +282,7 @@ def parallel_capacity(rounds: int) -> float:
         for proc in procs:
             proc.wait()
         ratios.append(n * one / (time.perf_counter() - t0))
-    return statistics.median(ratios)
+    return statistics.median(ratios), len(ratios)
 
 
 def startup(rounds: int) -> float:
@@ -303,7 +303,7 @@ def render(
     load: tuple[float, float] = (0.0, 0.0),
     note: str = "",
     big: tuple[float, dict[str, Result]] | None = None,
-    capacity: float | None = None,
+    capacity: tuple[float, int] | None = None,
 ) -> str:
     out = [
         "# Performance",
@@ -360,8 +360,9 @@ def render(
     if capacity is not None:
         out += [
             "",
-            f"{os.cpu_count()} processes of plain Python at once do {capacity:.2f}× the work of "
-            "one here (median of 3): the most any number of workers can gain on this machine.",
+            f"{os.cpu_count()} processes of plain Python at once do {capacity[0]:.2f}× the work "
+            f"of one here (median of {capacity[1]}): the most any number of workers can gain on "
+            "this machine.",
         ]
     out += _big_section(big)
     out += [
@@ -373,9 +374,10 @@ def render(
         "MB it is most of the time, so the rates above understate the marginal rate; compiled "
         "regexes and generated code are kept in a per-user disk cache, so only a first run "
         "compiles them, and every command ran once untimed before the rounds, with Python's "
-        "bytecode cache on (as an installed tool has it). A short log never loads polars: the "
-        "lane imports it for a batch worth typing as columns. `--workers` splits plain files at line boundaries, in ranges of at most "
-        "4 MiB, and forks its workers before the parent loads polars (so they inherit the grammar "
+        "bytecode cache on (as an installed tool has it). A log without collective lines never "
+        "loads polars: the lane imports it for a batch worth typing as columns. `--workers` "
+        "splits plain files at line boundaries, in ranges of at most 4 MiB, and forks its "
+        "workers before the parent loads polars (so they inherit the grammar "
         "and the compiled fast path); files of 2 MiB and more are split (32 MiB where workers "
         "must come from a fork server, polars being loaded); the parent keeps a share (writing "
         "Parquet, or modelling what the workers hand back). Peak RSS is the main process's "
@@ -383,8 +385,9 @@ def render(
         "libraries are ~70 MB of it for parse and diagnose and ~140 MB for export, the more the "
         "more of their files the page cache holds (a freshly installed environment: all of it). "
         "`of it anon` is the peak of anonymous memory (sampled every 10 ms): what the run "
-        "allocated itself, the part that could grow with the input. Runs of plain lines are read as text batches; collective calls "
-        "go through the columnar lane (ncclscope/parse/lane.py), decided by polars' regex engine "
+        "allocated itself, the part that could grow with the input. Runs of plain lines are "
+        "read as text batches; collective calls go through the columnar lane "
+        "(ncclscope/parse/lane.py), decided by polars' regex engine "
         "where it provably agrees with Python's (ncclscope/parse/vector.py), their jsonl and "
         "Parquet rows built as columns; the other lines through the line path. One process "
         "parses the next batch on a thread while the current one becomes rows, and encodes "
