@@ -171,16 +171,25 @@ def test_diagnose_workers_identical(small_ranges: None, coll_log: Path) -> None:
     assert two.stdout == one.stdout and '"findings"' in one.stdout
 
 
+def _settle(got: list[int], n: int) -> None:
+    """Wait (on a loaded machine, seconds) until ``got`` holds ``n`` items, then a little more:
+    what the feeder would add beyond them has had time to arrive."""
+    deadline = time.monotonic() + 10
+    while len(got) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+
+
 def test_window_hands_out_at_most_its_size() -> None:
     """The pool's task thread gets a new range only when the consumer took a result."""
     window = parallel.Window(2)
     got: list[int] = []
     feeder = threading.Thread(target=lambda: got.extend(window.feed(range(10))), daemon=True)
     feeder.start()
-    time.sleep(0.3)
+    _settle(got, 2)
     assert got == [0, 1]
     window.done_one()
-    time.sleep(0.3)
+    _settle(got, 3)
     assert got == [0, 1, 2]
     window.stop()  # a consumer that stops early frees the waiting task thread
     feeder.join(timeout=2)
