@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from ncclscope import api
 from ncclscope.export.writer import Input, JobPlan, export_job
+from ncclscope.model import job as job_module
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall
@@ -122,6 +123,38 @@ def test_synthetic_coll_log(coll_log: Path) -> None:
     lane_job, lane_stats = api.build([coll_log])
     assert _model(lane_job) == _model(line_job)
     assert [_stats(s) for s in lane_stats] == [_stats(s) for s in line_stats]
+
+
+@pytest.mark.parametrize("bound", [0, 1])
+def test_last_records_built_when_many_batches_are_held(
+    coll_log: Path, monkeypatch: pytest.MonkeyPatch, bound: int
+) -> None:
+    """A slot's last bulk row is built into a record only at the end, unless the builder would
+    hold more batches' rows than PENDING_BULKS_MAX; either way the model is the line path's."""
+    monkeypatch.setattr(job_module, "PENDING_BULKS_MAX", bound)
+    # small batches: each holds the calls of some communicators, so slots' last rows are spread
+    monkeypatch.setattr(lane, "BATCH_LINES", 300)
+    monkeypatch.setattr(lane, "MIN_ROWS", 1)
+    monkeypatch.setattr(lane, "VECTOR_MIN_ROWS", 1)
+    held: list[int] = []
+    built: list[int] = []
+    add_batch, build = JobBuilder.add_batch, JobBuilder._build_pending
+
+    def counting_add_batch(self: JobBuilder, *args: Any) -> None:
+        add_batch(self, *args)
+        held.append(len({id(rows) for _line, rows in self._pending.values()}))
+
+    def counting_build(self: JobBuilder) -> None:
+        built.append(len(self._pending))
+        build(self)
+
+    monkeypatch.setattr(JobBuilder, "add_batch", counting_add_batch)
+    monkeypatch.setattr(JobBuilder, "_build_pending", counting_build)
+    lane_job, _ = api.build([coll_log])
+    assert max(held) <= bound
+    assert sum(1 for n in built if n) > 2  # built along the way, not only at the end
+    line_job, _ = _line_path_job([coll_log])
+    assert _model(lane_job) == _model(line_job)
 
 
 def _diagnosis_json(paths: list[Path]) -> str:

@@ -94,6 +94,13 @@ class KindSummary:
     last: dict[SlotKey, Record] = field(default_factory=dict)
 
 
+#: the records of some of a bulk's lines, by line: a bulk's last rows are built into records
+#: only if still the last of their slot when the job is finished (most are soon replaced)
+LastRows = Callable[[Iterable[int]], dict[int, Record]]
+#: distinct bulks whose rows the builder may hold for pending last records before it builds them
+PENDING_BULKS_MAX = 32
+
+
 @dataclass
 class Bulk:
     """Records of one summarised kind that the parser typed as a batch (its columnar lane),
@@ -104,8 +111,8 @@ class Bulk:
     count: int
     #: (first line, host, pid, devs) per process, by first line
     processes: list[tuple[int, str | None, int | None, set[int]]]
-    #: (first line, slot, last line, the last record) per slot, by first line
-    slots: list[tuple[int, SlotKey, int, Record]]
+    #: (first line, slot, last line, the rows that hold it) per slot, by first line
+    slots: list[tuple[int, SlotKey, int, LastRows]]
     first_line: int
     #: the threads the rows are on
     threads: frozenset[ThreadKey]
@@ -179,6 +186,8 @@ class JobBuilder:
         self.job = Job()
         self._summarised = frozenset(summarised)
         self._open: dict[ThreadKey, ErrorChain] = {}
+        #: (kind, slot) -> (line, rows): a slot whose last record is a bulk row not built yet
+        self._pending: dict[tuple[str, SlotKey], tuple[int, LastRows]] = {}
 
     def add(self, rec: Record) -> None:
         job = self.job
@@ -202,6 +211,8 @@ class JobBuilder:
                 comm if isinstance(comm, str) else rec.tid,
             )
             summ.last[slot] = rec
+            if self._pending:
+                self._pending.pop((kind, slot), None)
         else:
             job._by_kind[kind].append(rec)
         self._process(rec)
@@ -256,10 +267,29 @@ class JobBuilder:
                 proc = job.processes[(host, pid)]
                 proc.sources.add(b.source)
                 proc.devs.update(devs)
-            for _first, slot, last, last_rec in b.slots:
-                held = summ.last.get(slot)
-                if held is None or held.line < last:
-                    summ.last[slot] = last_rec
+            for _first, slot, last, rows in b.slots:
+                key = (b.kind, slot)
+                pending = self._pending.get(key)
+                if pending is not None:
+                    newer = pending[0] < last
+                else:
+                    held = summ.last.get(slot)
+                    newer = held is None or held.line < last
+                if newer:
+                    self._pending[key] = (last, rows)
+        if len({id(rows) for _line, rows in self._pending.values()}) > PENDING_BULKS_MAX:
+            # slots last seen in many different batches: build them rather than hold every batch
+            self._build_pending()
+
+    def _build_pending(self) -> None:
+        by_rows: dict[int, tuple[LastRows, list[tuple[str, SlotKey, int]]]] = {}
+        for (kind, slot), (line, rows) in self._pending.items():
+            by_rows.setdefault(id(rows), (rows, []))[1].append((kind, slot, line))
+        self._pending.clear()
+        for rows, wanted in by_rows.values():
+            built = rows(line for _kind, _slot, line in wanted)
+            for kind, slot, line in wanted:
+                self.job.summaries[kind].last[slot] = built[line]
 
     def _bulk_kind(self, b: Bulk) -> None:
         if b.source not in self.job.sources:
@@ -308,6 +338,7 @@ class JobBuilder:
 
     def finish(self) -> Job:
         self._open.clear()
+        self._build_pending()
         return self.job
 
 

@@ -41,7 +41,7 @@ from lark import Token, Tree
 
 from ncclscope._lazy import LazyModule
 from ncclscope.model.enums import Level
-from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, SlotKey, ThreadKey
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, LastRows, SlotKey, ThreadKey
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import JSONL_ALWAYS, JSONL_WHEN_PRESENT, jsonl_line
@@ -420,13 +420,16 @@ class Lane:
             schema={"i": pl.Int64, "line": pl.Int64, "text": pl.String},
         )
         text = pl.col("text")
-        cand = df.filter(
-            ~text.str.contains(r"[^\x20-\x7e]")
-            & (text.str.len_bytes() <= self.parser.limits.max_parse_chars)
-            & (text.str.count_matches(self._level) == 1)
-            & ~text.str.contains("across cluster]", literal=True)
-            & ~text.str.contains(r"[:)] *$")
-        )
+        keep = [
+            text.str.len_bytes() <= self.parser.limits.max_parse_chars,
+            text.str.count_matches(self._level) == 1,
+            ~text.str.contains("across cluster]", literal=True),
+            ~text.str.contains(r"[:)] *$"),
+        ]
+        if not _printable_ascii(texts):
+            # polars' scan for the class costs ~3x the one bytes.translate pass below
+            keep.append(~text.str.contains(r"[^\x20-\x7e]"))
+        cand = df.filter(pl.all_horizontal(keep))
         if cand.height < MIN_ROWS:
             out.rest = _as_lines(lines)
             return out
@@ -647,6 +650,15 @@ def _texts(lines: Lines) -> list[str]:
     return lines.texts if isinstance(lines, TextBatch) else [ln.text for ln in lines]
 
 
+_PRINTABLE_ASCII: Final = bytes(range(0x20, 0x7F))
+
+
+def _printable_ascii(texts: Seq[str]) -> bool:
+    """Whether every text is printable ASCII: the common batch, decided in one pass."""
+    whole = "".join(texts)
+    return whole.isascii() and not whole.encode("ascii").translate(None, _PRINTABLE_ASCII)
+
+
 def _share(lines: Lines, keywords: tuple[str, ...]) -> float:
     """The share of lines holding one of the keywords: counted on SHARE_SAMPLE lines spread
     evenly over the batch (the share only meets a threshold; Python's regex on a sample costs
@@ -668,17 +680,25 @@ def _alternation(keywords: tuple[str, ...]) -> re.Pattern[str]:
 _ENVELOPE_SET: Final = frozenset(ENVELOPE)
 
 
-def own_fields(cls: type[Record]) -> list[str]:
+_OWN_FIELDS: dict[type[Record], tuple[str, ...]] = {}
+
+
+def own_fields(cls: type[Record]) -> tuple[str, ...]:
     """A record class's own fields (not the envelope), in declared order."""
-    return [
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.name not in _ENVELOPE_SET and f.name not in _GIVEN
-    ]
+    own = _OWN_FIELDS.get(cls)
+    if own is None:
+        own = _OWN_FIELDS[cls] = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in _ENVELOPE_SET and f.name not in _GIVEN
+        )
+    return own
 
 
+@functools.cache
 def _env_schema() -> dict[str, Any]:
-    """The envelope columns' types, from Record's annotations (int or text)."""
+    """The envelope columns' types, from Record's annotations (int or text); shared, not to be
+    changed by callers."""
     hints = typing.get_type_hints(Record)
     return {
         "env": pl.String,
@@ -706,12 +726,11 @@ def bulk_of(frame: LaneFrame, source: str) -> Bulk:
         .agg(pl.col("line").min().alias("first"), pl.col("line").max().alias("last"))
         .sort("first")
     )
-    lasts = rows.filter(pl.col("line").is_in(slots.get_column("last").implode()))
-    last_rec = {r.line: r for r in frame.records(source, lasts)}
-    slot_list: list[tuple[int, SlotKey, int, Record]] = []
+    lasts = _LastRows(frame, source, slots.get_column("last"))
+    slot_list: list[tuple[int, SlotKey, int, LastRows]] = []
     for host, pid, c, t, first, last in slots.iter_rows():
         key: SlotKey = (source, host, pid, c if c is not None else t)
-        slot_list.append((first, key, last, last_rec[last]))
+        slot_list.append((first, key, last, lasts))
 
     return Bulk(
         kind=frame.cls.KIND,
@@ -726,6 +745,22 @@ def bulk_of(frame: LaneFrame, source: str) -> Bulk:
         ),
         thread_lines=_ThreadLines(source, rows.select("host", "pid", "tid", "line")),
     )
+
+
+class _LastRows:
+    """The rows of a frame that were the last of their slot in its batch, built into records
+    only when asked (ncclscope.model.job.LastRows); picklable, so that a worker's bulk rows
+    reach the parent."""
+
+    def __init__(self, frame: LaneFrame, source: str, lines: pl.Series) -> None:
+        self.frame = LaneFrame(frame.cls, frame.rows.filter(pl.col("line").is_in(lines.implode())))
+        self.source = source
+
+    def __call__(self, lines: Iterable[int]) -> dict[int, Record]:
+        rows = self.frame.rows
+        wanted = pl.Series("line", list(lines), dtype=rows.schema["line"])
+        picked = rows.filter(pl.col("line").is_in(wanted.implode()))
+        return {rec.line: rec for rec in self.frame.records(self.source, picked)}
 
 
 class _ThreadLines:
