@@ -336,6 +336,78 @@ def test_json_values_are_json_dumps(
         assert got == [json.dumps(v, ensure_ascii=False) for v in values]
 
 
+def _proxy_then_calls(path: Path, coll_log: Path) -> None:
+    """A batch of proxy service-thread lines (a high-volume kind the lane adopts), then calls."""
+    with path.open("w") as out:
+        for i in range(lane.BATCH_LINES):  # read when called: a test may have made it smaller
+            out.write(
+                f"node{i % 4}:{100 + i % 8}:{200 + i % 8} [{i % 8}] NCCL INFO [Service thread] "
+                f"Connection closed by localRank {i % 8}\n"
+            )
+        out.write(coll_log.read_text())
+
+
+def _typed_by_lane(path: Path) -> tuple[int, int]:
+    """Rows the lane typed, and batches it took, parsing ``path`` with a fresh parser."""
+    st = SourceStats(str(path))
+    rows = taken = 0
+    with path.open("rb") as f:
+        for _records, frames in lane.parse_batches(
+            iter_lines(f, str(path), Damage()), str(path), st, LineParser()
+        ):
+            rows += sum(fr.rows.height for fr in frames)
+            taken += bool(frames)
+    return rows, taken
+
+
+def test_a_family_adopted_first_does_not_keep_the_calls_out(coll_log: Path, tmp_path: Path) -> None:
+    """Once the lane adopted the proxy lines' sequence, a batch rich in another high-volume
+    family's keyword (the calls) is still probed: before, the adopted keyword's share alone
+    decided, and every call went line by line (5x slower)."""
+    path = tmp_path / "mixed.log"
+    _proxy_then_calls(path, coll_log)
+    expected = list(parse_path(path))
+    calls = sum(isinstance(r, CollCall) for r in expected)
+    rows, _taken = _typed_by_lane(path)
+    assert rows > lane.BATCH_LINES + 0.95 * calls
+    assert list(_lane_records(path)) == expected
+
+
+def test_a_family_the_lane_cannot_adopt_is_probed_less_and_less(
+    coll_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches rich in a family's keyword whose sequences the lane cannot adopt are probed
+    after 1, 2, 4, ... batches, not every time."""
+    monkeypatch.setattr(lane, "BATCH_LINES", 300)
+    monkeypatch.setattr(lane, "MIN_ROWS", 1)
+    monkeypatch.setattr(lane, "BLIND_PROBE_ROWS", 1)
+    path = tmp_path / "mixed.log"
+    _proxy_then_calls(path, coll_log)
+    compile_sequence = lane.compile_sequence
+
+    def no_calls(fast: Any, terminals: tuple[str, ...]) -> lane.LaneSequence:
+        seq = compile_sequence(fast, terminals)
+        if seq.cls is CollCall:
+            raise lane.Underivable("refused by the test")
+        return seq
+
+    monkeypatch.setattr(lane, "compile_sequence", no_calls)
+    probes: list[int] = []
+    probe = lane.Lane._take
+
+    def counting(self: lane.Lane, lines: Any, stats: SourceStats) -> lane.LaneBatch:
+        probes.append(len(lines.texts) if hasattr(lines, "texts") else len(lines))
+        return probe(self, lines, stats)
+
+    monkeypatch.setattr(lane.Lane, "_take", counting)
+    rows, _taken = _typed_by_lane(path)
+    call_batches = sum(1 for _ in coll_log.open()) // 300
+    assert call_batches > 20
+    assert rows == 300  # the proxy batch only
+    # the proxy batch, then probes after 1, 2, 4, 8, 16 batches: 5 in 20-31 batches
+    assert len(probes) <= 1 + 5
+
+
 def test_a_log_without_collective_lines_never_loads_polars(tmp_path: Path) -> None:
     """polars costs ~0.2 s and ~25 MB to import: diagnose and parse of a short log, or of a
     longer one whose lines the lane could not take (an init log of several nodes), go without

@@ -301,6 +301,9 @@ class Lane:
         #: batches to leave to the line path, and how many batches in a row gave the lane little
         self._skip = 0
         self._misses = 0
+        #: the same for probes of batches rich in high-volume keywords (_probe)
+        self._probe_skip = 0
+        self._probe_misses = 0
         self._level = parser.markers.level.pattern
 
     # -- learning --------------------------------------------------------------------------------
@@ -335,6 +338,8 @@ class Lane:
         """A new input: what the last one taught about probing does not carry over."""
         self._skip = 0
         self._misses = 0
+        self._probe_skip = 0
+        self._probe_misses = 0
 
     # -- batches ---------------------------------------------------------------------------------
 
@@ -350,12 +355,14 @@ class Lane:
             keywords = self._keywords
             if keywords is None or _share(lines, keywords) >= WORTH:
                 return self._take(lines, stats)
+        # Probe where the high-volume families' keywords are common: none adopted yet, or the
+        # batch is another family's (a log's proxy lines were adopted, now its calls begin).
+        if self._family_keywords and _share(lines, self._family_keywords) >= WORTH:
+            return self._probe(lines, stats)
+        if self.sequences:
             out.rest = _as_lines(lines)
             return out
-        # None adopted yet: probe where the high-volume families' keywords are common, and
-        # now and then elsewhere (families without a keyword).
-        if self._family_keywords and _share(lines, self._family_keywords) >= WORTH:
-            return self._take(lines, stats)
+        # nothing adopted: now and then elsewhere too (families without a keyword)
         if _count(lines) < BLIND_PROBE_ROWS:
             # Families without a keyword fill too little of a short batch to pay for polars
             # (a short log never loads it).
@@ -377,6 +384,23 @@ class Lane:
         else:
             self._misses += 1
             self._skip = min(2 ** (self._misses - 1), MAX_SKIP)
+        return out
+
+    def _probe(self, lines: Lines, stats: SourceStats) -> LaneBatch:
+        """``_take`` for a batch rich in keywords of families not adopted yet; after a probe
+        that neither adopted a sequence nor typed a row, the next ones wait (1, 2, 4, ...
+        batches, up to MAX_SKIP): a family that cannot be adopted must not cost every batch
+        the polars passes."""
+        if self._probe_skip:
+            self._probe_skip -= 1
+            return LaneBatch(rest=_as_lines(lines))
+        known = len(self.sequences)
+        out = self._take(lines, stats)
+        if out.frames or len(self.sequences) > known:
+            self._probe_misses = 0
+        else:
+            self._probe_misses += 1
+            self._probe_skip = min(2 ** (self._probe_misses - 1), MAX_SKIP)
         return out
 
     def _sampled_high_volume(self, lines: Lines) -> bool:
