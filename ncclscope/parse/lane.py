@@ -451,7 +451,7 @@ class Lane:
             ~text.str.contains(r"[:)] *$"),
         ]
         if not _printable_ascii(texts):
-            # polars' scan for the class costs ~3x the one bytes.translate pass below
+            # polars' scan for this class costs ~3x _printable_ascii's one pass
             keep.append(~text.str.contains(r"[^\x20-\x7e]"))
         cand = df.filter(pl.all_horizontal(keep))
         if cand.height < MIN_ROWS:
@@ -482,10 +482,11 @@ class Lane:
             probes = cand.get_column("msg").gather(unmatched[::step][:PROBES]).to_list()
             if self._learn(probes):
                 taken = self._match(cand)
+        envs = self._envelopes(cand, [raw for raw in taken.values() if raw.height])
         for seq, raw in taken.items():
             if not raw.height:
                 continue
-            frame = self._frame(seq, cand, raw)
+            frame = self._frame(seq, cand, raw, envs)
             if frame.height:
                 seq.hits += frame.height
                 out.frames.append(LaneFrame(seq.cls, frame))
@@ -617,9 +618,26 @@ class Lane:
                 raw[g] = pl.Series(list(col), dtype=pl.String)
             parts[seq].append(pl.DataFrame(raw))
 
-    def _frame(self, seq: LaneSequence, cand: pl.DataFrame, raw: pl.DataFrame) -> pl.DataFrame:
+    def _envelopes(self, cand: pl.DataFrame, raws: list[pl.DataFrame]) -> pl.DataFrame:
+        """The envelope fields (ENVELOPE) of each distinct envelope text of the rows the
+        sequences took (column ``env``), parsed by the line path's own code and cache; a text
+        whose parse holds anything else is left out, so its lines go to the line path. Once a
+        batch: an init log's batch has a dozen sequences, each a frame."""
+        env_rows = []
+        if raws:
+            ks = pl.concat([raw.get_column("k") for raw in raws])
+            for env_text in cand.get_column("env").gather(ks).unique().to_list():
+                parsed = self.parser.envelope(env_text)
+                if parsed.keys() <= _ENVELOPE_SET:
+                    env_rows.append((env_text, *[parsed.get(k) for k in ENVELOPE]))
+        return pl.DataFrame(env_rows, schema=_env_schema(), orient="row")
+
+    def _frame(
+        self, seq: LaneSequence, cand: pl.DataFrame, raw: pl.DataFrame, envs: pl.DataFrame
+    ) -> pl.DataFrame:
         """The rows of ``cand`` that ``raw`` names (``k``), typed by ``seq`` from its groups'
-        text; a value polars cannot convert exactly leaves its line to the line path."""
+        text, with their envelope fields from ``envs``; a value polars cannot convert exactly
+        leaves its line to the line path."""
         hit = pl.concat(
             # only the columns the rows keep: the message (most of a line) is not copied again
             [
@@ -646,18 +664,11 @@ class Lane:
                 )
         if checks:
             hit = hit.filter(pl.all_horizontal(checks))
-        # Each distinct envelope text is parsed once, by the line path's own code and cache.
-        env_rows = []
-        for env_text in hit.get_column("env").unique().to_list():
-            parsed = self.parser.envelope(env_text)
-            if parsed.keys() <= _ENVELOPE_SET:
-                env_rows.append((env_text, *[parsed.get(k) for k in ENVELOPE]))
-        env_df = pl.DataFrame(env_rows, schema=_env_schema(), orient="row")
         own = [
             (values[name] if name in values else pl.lit(seq.defaults[name])).alias(name)
             for name in own_fields(seq.cls)
         ]
-        return hit.join(env_df, on="env", how="inner", maintain_order="left").select(
+        return hit.join(envs, on="env", how="inner", maintain_order="left").select(
             "i", "line", "text", "level", *ENVELOPE, *own
         )
 
