@@ -143,3 +143,55 @@ def test_first_characters_of_a_class_are_what_re_matches(pattern: str) -> None:
 
     rx = re.compile(pattern)
     assert first_chars(pattern).ascii == {c for c in range(128) if rx.match(chr(c))}
+
+
+#: what collectors and NCCL put before the header, changing every line (ncclscope reads the
+#: envelope of such lines from its shape, LineParser._shaped_envelope)
+_STAMPS: list[Callable[[int], str]] = [
+    lambda i: f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}.{i * 7919 % 10**9:09d}Z ",
+    lambda i: f"2026-01-01T00:00:{i % 60:02d}+01:00 ",
+    lambda i: f"[2026-03-14 09:12:{i % 60:02d}] ",
+    lambda i: f"[2026-03-14 09:12:{i % 60:02d}.{i % 1000:03d}] ",
+    lambda i: f"| 2026-03-14T09:12:{i % 60:02d}.{i:06d}Z | ",
+    lambda i: f"{i + 1} ",  # cat -n
+    lambda i: f"[rank3]:2026-01-01T00:00:{i % 60:02d}Z ",
+    lambda i: f"2026-01-01T00:00:{i % 60:02d}Z [2026-03-14 09:12:{i % 60:02d}] ",
+]
+
+
+@pytest.mark.parametrize("style", range(len(_STAMPS)))
+def test_timestamped_envelopes_identical(style: int) -> None:
+    """Lines whose envelope changes every line: the fast engine reads them from the shape's
+    parse (one Lark parse per shape, not per line) and gives Lark's records."""
+    stamp = _STAMPS[style]
+    coll = itertools.islice(synth().coll_lines(seed=5), 6_000)  # init, then the calls
+    warn = [
+        "gpu-a01:41237:41237 [0] os/linux.cc:302 (socketConnectCheck) NCCL WARN connect failed",
+        "gpu-a01:41237:41240 [0] 1532.204831 ncclProxyProgress:88 NCCL TRACE progress",
+        "gpu-a01:41237:41237 [0] NCCL INFO misc/socket.cc:851 (socketStartConnect) -> 2",
+    ]
+    texts = [t.rstrip("\n") for t in coll] + warn * 20
+    lines = [Line(i, stamp(i) + t) for i, t in enumerate(texts, 1)]
+    parser = LineParser("fast")
+    fast = list(parse_lines(lines, "stamped", parser=parser))
+    lark = list(parse_lines(lines, "stamped", parser=LineParser("lark")))
+    assert fast == lark
+    assert sum(r.KIND == "coll_call" for r in fast) > 2_000
+    shapes = parser._shapes
+    assert shapes and all(s.base is not None for s in shapes.values())
+    assert len(shapes) < len(lines) / 20  # served from shapes, not parsed line by line
+
+
+def test_a_shape_whose_zeroed_digits_matter_is_refused() -> None:
+    """Text the grammar does not read before the header keeps its digits in ``prefix``: the
+    zero- and nine-filled shapes differ there, so each such line is parsed in full."""
+    parser = LineParser("fast")
+    texts = [
+        f"junk 2026-01-01T00:00:{s:02d}Z more host:1:2 [0] NCCL INFO Connected all rings"
+        for s in range(30)
+    ]
+    lines = [Line(i, t) for i, t in enumerate(texts, 1)]
+    fast = list(parse_lines(lines, "junk", parser=parser))
+    assert fast == list(parse_lines(lines, "junk", parser=LineParser("lark")))
+    assert fast[0].prefix is not None and "2026-01-01T00:00:00Z" in fast[0].prefix
+    assert parser._shapes and all(s.base is None for s in parser._shapes.values())

@@ -175,6 +175,9 @@ class Markers:
     foreign_literals: tuple[str, ...]
     #: regex first tokens of the `foreign` alternatives, tried at the start of a stripped line
     foreign_regex: re.Pattern[str] | None
+    #: envelope tokens whose digits change from line to line (timestamps, TRACE's clock, a
+    #: paste's line number): an envelope's shape has them zeroed (LineParser.envelope)
+    volatile: re.Pattern[str]
 
 
 def _terminal_regex(parser: Lark, name: str) -> str:
@@ -207,6 +210,7 @@ def _first_terminals(parser: Lark, start: str) -> set[str]:
 
 
 _LAUNCHER_TERMINALS = ("OMPI_TAG", "RANK_TAG", "TORCHX_TAG", "RAY_TAG")
+_VOLATILE_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "TRACE_MS", "LINENO_TAG")
 _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
 
 
@@ -236,4 +240,7 @@ def markers() -> Markers:
         launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),
         foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
+        volatile=re.compile(
+            "|".join(f"(?:{_terminal_regex(parser, n)})" for n in _VOLATILE_TERMINALS)
+        ),
     )
