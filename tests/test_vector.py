@@ -361,3 +361,46 @@ def test_absent_checks_agree_with_python() -> None:
         turned_away += len(set(strict_k) - set(got))
     assert accepts > 50 and rejects > 50
     assert turned_away > 0, "no check ever turned a strict match away"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "blind"),
+    [
+        (r"\d+", True),
+        (r"[^0-9]x", True),
+        (r"\w+:\S+ (?=\d)", True),
+        (r"[a-f0-9]{2}", True),
+        (r"[0-5]", False),
+        (r"1x", False),
+        (r"(a)\1", False),
+        (r"[^1]", False),
+    ],
+)
+def test_digit_blind(pattern: str, blind: bool) -> None:
+    assert rust_regex.digit_blind(list(rust_regex.parse(pattern))) is blind
+
+
+@given(st.data())
+@settings(max_examples=300, deadline=None)
+def test_volatile_tokens_do_not_depend_on_which_digits(data: st.DataObject) -> None:
+    """What digit_blind proves of the line path's volatile pattern (the lane's stamped
+    envelopes rely on it): texts differing only in their digits have tokens at the same
+    spans."""
+    volatile = LineParser().markers.volatile
+    assert rust_regex.digit_blind(list(rust_regex.parse(volatile.pattern)))
+    text = data.draw(
+        st.sampled_from(
+            [
+                "2026-01-01T00:00:01.123456789Z host7:12:34 [3] ",
+                "[2026-03-14 09:12:44] gpu-a01:41237:41237 [0] misc/socket.cc:851 ",
+                "451 node2:1:2 [1] 1532.204831 ncclProxyProgress:88 ",
+                "| 2026-03-14T09:12:44.1Z | 12 h:1:2 [0] ",
+                "x9 2026-01-01T00:00:01+01:00 [rank3]:h:1:2 ",
+            ]
+        )
+    )
+    digits = data.draw(st.lists(st.sampled_from("0123456789"), min_size=len(text)))
+    other = "".join(d if c.isdigit() else c for c, d in zip(text, digits, strict=False))
+    assert [m.span() for m in volatile.finditer(other)] == [
+        m.span() for m in volatile.finditer(text)
+    ]

@@ -210,7 +210,16 @@ def _first_terminals(parser: Lark, start: str) -> set[str]:
 
 
 _LAUNCHER_TERMINALS = ("OMPI_TAG", "RANK_TAG", "TORCHX_TAG", "RAY_TAG")
-_VOLATILE_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "TRACE_MS", "LINENO_TAG")
+_STAMP_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE")
+_VOLATILE_TERMINALS = (*_STAMP_TERMINALS, "TRACE_MS", "LINENO_TAG")
+
+
+def stamp_regex() -> str:
+    """The timestamp terminals, as one alternation."""
+    parser = lark_parser()
+    return "|".join(f"(?:{_terminal_regex(parser, n)})" for n in _STAMP_TERMINALS)
+
+
 _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
 
 

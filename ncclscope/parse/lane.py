@@ -45,11 +45,15 @@ from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, LastRows, SlotKey, Thre
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import JSONL_ALWAYS, JSONL_WHEN_PRESENT, jsonl_line
+from ncclscope.parse import rust_regex as rr
 from ncclscope.parse import vector
 from ncclscope.parse.fast import VERIFY_FIRST, FastPath, Underivable, _keyword, _opened
+from ncclscope.parse.grammar import markers, stamp_regex
+from ncclscope.parse.parser import SHAPE_VERIFY
 from ncclscope.parse.reader import Line, Lines, TextBatch
 from ncclscope.parse.rust_regex import Untranslatable
 from ncclscope.parse.transform import (
+    TIMESTAMP_TRIM,
     _hex,
     _keep,
     as_int,
@@ -87,6 +91,10 @@ SHARE_SAMPLE: Final = 512
 VECTOR = True
 #: a sequence's rows in a batch from which polars decides them (fewer: Python, a row at a time)
 VECTOR_MIN_ROWS = 1024
+#: distinct envelope texts in a batch from which the stamped ones are read in polars
+STAMPED_MIN_ROWS = 256
+#: texts of each stamped shape read through the line path (and so checked) before polars
+SHAPE_CHECKS: Final = SHAPE_VERIFY + 1
 #: levels the lane takes: the high-volume kinds print at these, and neither opens an error chain
 LEVELS: Final = ("INFO", "TRACE")
 
@@ -301,6 +309,9 @@ class Lane:
         #: batches to leave to the line path, and how many batches in a row gave the lane little
         self._skip = 0
         self._misses = 0
+        #: the TS terminals for polars, or None where the stamped envelopes' proof fails;
+        #: made on first use (it asks polars, which a log without collective lines never loads)
+        self._stamps: str | bool | None = False
         #: the same for probes of batches rich in high-volume keywords (_probe)
         self._probe_skip = 0
         self._probe_misses = 0
@@ -620,17 +631,94 @@ class Lane:
 
     def _envelopes(self, cand: pl.DataFrame, raws: list[pl.DataFrame]) -> pl.DataFrame:
         """The envelope fields (ENVELOPE) of each distinct envelope text of the rows the
-        sequences took (column ``env``), parsed by the line path's own code and cache; a text
-        whose parse holds anything else is left out, so its lines go to the line path. Once a
-        batch: an init log's batch has a dozen sequences, each a frame."""
+        sequences took (column ``env``), as the line path's own code and caches give them; a
+        text whose parse holds anything else is left out, so its lines go to the line path.
+        Once a batch: an init log's batch has a dozen sequences, each a frame."""
+        if not raws:
+            return pl.DataFrame([], schema=_env_schema(), orient="row")
+        ks = pl.concat([raw.get_column("k") for raw in raws])
+        texts = cand.get_column("env").gather(ks).unique()
+        stamped, texts = self._stamped_envelopes(texts)
         env_rows = []
-        if raws:
-            ks = pl.concat([raw.get_column("k") for raw in raws])
-            for env_text in cand.get_column("env").gather(ks).unique().to_list():
-                parsed = self.parser.envelope(env_text)
-                if parsed.keys() <= _ENVELOPE_SET:
-                    env_rows.append((env_text, *[parsed.get(k) for k in ENVELOPE]))
-        return pl.DataFrame(env_rows, schema=_env_schema(), orient="row")
+        for env_text in texts.to_list():
+            parsed = self.parser.envelope(env_text)
+            if parsed.keys() <= _ENVELOPE_SET:
+                env_rows.append((env_text, *[parsed.get(k) for k in ENVELOPE]))
+        each = pl.DataFrame(env_rows, schema=_env_schema(), orient="row")
+        return pl.concat([stamped, each]) if stamped is not None else each
+
+    def _stamped_envelopes(self, texts: pl.Series) -> tuple[pl.DataFrame | None, pl.Series]:
+        """Envelopes that differ only in their timestamps' digits, read from their shared
+        shape (LineParser.envelope_shape) in polars: otherwise each line of a `kubectl logs
+        --timestamps` log is an envelope of its own, a Python call each. Returns their rows
+        and the texts left to the line path's code.
+
+        polars finds the timestamps with the grammar's TS terminals translated exactly, and
+        texts are grouped by what lies outside them and by their digits zeroed. The line path
+        finds its volatile tokens with a pattern that treats all digits alike (checked when the
+        lane is made), so the texts of a group differ only where the digits differ, and its
+        tokens are the same for all of them: checked on the first text of each group, against
+        polars' tokens. A group that fails any check goes to the line path whole."""
+        if self._stamps is False:
+            self._stamps = _stamp_pattern()
+        stamps = self._stamps
+        if not isinstance(stamps, str) or texts.len() < STAMPED_MIN_ROWS:
+            return None, texts
+        env = pl.col("env")
+        found = pl.DataFrame({"env": texts}).with_columns(
+            env.str.extract_all(stamps).alias("tokens"),
+            env.str.replace_all(stamps, "\x00").alias("outside"),
+        )
+        found = found.with_columns(
+            pl.col("tokens")
+            .list.eval(pl.element().str.replace_all("[0-9]", "0"))
+            .list.join("\x00")
+            .alias("zeroed")
+        )
+        has = found.filter(pl.col("tokens").list.len() > 0)
+        if has.height < STAMPED_MIN_ROWS:
+            return None, texts
+        groups = has.group_by("outside", "zeroed", maintain_order=True).agg(
+            pl.col("env").head(SHAPE_CHECKS).alias("firsts"), pl.col("tokens").first()
+        )
+        shapes = []
+        for outside, zeroed, firsts, tokens in groups.iter_rows():
+            if self.parser.volatile_tokens(firsts[0]) != tokens:
+                continue
+            shape = None
+            for text in firsts:  # reading them checks the shape against full parses
+                shape = self.parser.envelope_shape(text)
+            if shape is None or not shape.fields.keys() <= _ENVELOPE_SET:
+                continue
+            if "timestamp" in shape.fields:
+                continue
+            shapes.append(
+                (outside, zeroed, shape.stamp_at, *[shape.fields.get(k) for k in _NO_STAMP])
+            )
+        if not shapes:
+            return None, texts
+        schema = _env_schema()
+        table = pl.DataFrame(
+            shapes,
+            schema={
+                "outside": pl.String,
+                "zeroed": pl.String,
+                "stamp_at": pl.Int64,
+                **{k: schema[k] for k in _NO_STAMP},
+            },
+            orient="row",
+        )
+        served = has.join(table, on=["outside", "zeroed"], how="inner", maintain_order="left")
+        stamp = pl.col("tokens").list.get(pl.col("stamp_at"), null_on_oob=True)
+        rows = served.select(
+            "env",
+            *[
+                stamp.str.strip_chars(TIMESTAMP_TRIM).alias(k) if k == "timestamp" else pl.col(k)
+                for k in ENVELOPE
+            ],
+        )
+        left = texts.filter(~texts.is_in(served.get_column("env").implode()))
+        return rows, left
 
     def _frame(
         self, seq: LaneSequence, cand: pl.DataFrame, raw: pl.DataFrame, envs: pl.DataFrame
@@ -713,6 +801,19 @@ def _alternation(keywords: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _ENVELOPE_SET: Final = frozenset(ENVELOPE)
+_NO_STAMP: Final = tuple(k for k in ENVELOPE if k != "timestamp")
+
+
+def _stamp_pattern() -> str | None:
+    """The grammar's timestamp terminals for polars (exact), if the line path's volatile
+    tokens are found by a pattern blind to which digits a text holds; else None."""
+    if not rr.digit_blind(list(rr.parse(markers().volatile.pattern))):
+        return None
+    try:
+        pattern = rr.translate(stamp_regex(), "exact")
+    except (Untranslatable, re.error):
+        return None
+    return pattern if rr.compiles(pattern) else None
 
 
 _OWN_FIELDS: dict[type[Record], tuple[str, ...]] = {}

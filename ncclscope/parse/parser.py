@@ -39,7 +39,7 @@ _SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*)\b")
 _BLANKS = re.compile(r"  +")
 _ENVELOPE_CACHE_MAX = 65536
 #: lines of an envelope shape whose shortcut is checked against a full parse before it is trusted
-_SHAPE_VERIFY = 2
+SHAPE_VERIFY = 2
 #: ASCII digits to 0 (another script's digit stays: a shape that holds one is just rarer)
 _ZEROED = str.maketrans("123456789", "000000000")
 #: parsed messages kept (a Body's fields are immutable values, shared by the records built)
@@ -54,6 +54,15 @@ DEFAULT_ENGINE = "fast"
 ENGINE_ENV = "NCCLSCOPE_ENGINE"
 
 
+class EnvelopeShape(NamedTuple):
+    """A checked envelope shape (LineParser.envelope_shape)."""
+
+    #: the envelope's fields but the timestamp
+    fields: dict[str, Any]
+    #: which of the volatile tokens (in order) is the timestamp; None: no timestamp
+    stamp_at: int | None
+
+
 @dataclass(slots=True)
 class _Shape:
     """An envelope shape: its parse (None: the shortcut is refused for it), which of its
@@ -62,7 +71,7 @@ class _Shape:
     base: dict[str, Any] | None
     stamp_at: int | None
     spans: tuple[tuple[int, int], ...]
-    verify_left: int = _SHAPE_VERIFY
+    verify_left: int = SHAPE_VERIFY
 
 
 def shape_of(message: str) -> str:
@@ -213,20 +222,10 @@ class LineParser:
         is checked, not assumed: the shape is parsed zero- and nine-filled, which may differ in
         the timestamp alone, and its first lines are parsed in full too. Without this, a
         `kubectl logs --timestamps` log cost a Lark parse per line (4x slower)."""
-        spans: list[tuple[int, int]] = []
-        pieces: list[str] = []
-        at = 0
-        for m in self._m.volatile.finditer(text):
-            start, end = m.span()
-            spans.append((start, end))
-            pieces += [text[at:start], m.group().translate(_ZEROED)]
-            at = end
-        if not spans:
+        keyed = self._shape_key(text)
+        if keyed is None:
             return None
-        pieces.append(text[at:])
-        key = "".join(pieces)
-        if key == text:
-            return None  # already its own shape: the plain cache serves it
+        key, spans = keyed
         shape = self._shapes.get(key)
         if shape is None:
             if len(self._shapes) >= _ENVELOPE_CACHE_MAX:
@@ -245,6 +244,40 @@ class LineParser:
                 shape.base = None
                 return None
         return result
+
+    def _shape_key(self, text: str) -> tuple[str, list[tuple[int, int]]] | None:
+        """An envelope's shape (its volatile tokens' digits zeroed) and those tokens' spans;
+        None if it has none, or is its own shape (the plain cache serves it)."""
+        spans: list[tuple[int, int]] = []
+        pieces: list[str] = []
+        at = 0
+        for m in self._m.volatile.finditer(text):
+            start, end = m.span()
+            spans.append((start, end))
+            pieces += [text[at:start], m.group().translate(_ZEROED)]
+            at = end
+        if not spans:
+            return None
+        pieces.append(text[at:])
+        key = "".join(pieces)
+        return None if key == text else (key, spans)
+
+    def volatile_tokens(self, text: str) -> list[str]:
+        """The volatile tokens of an envelope text, in order, as the shapes are made from."""
+        return [m.group() for m in self._m.volatile.finditer(text)]
+
+    def envelope_shape(self, text: str) -> EnvelopeShape | None:
+        """The shape ``text``'s envelope is read from, once checked (the lane applies it to
+        many lines at once): its fields but the timestamp, and which volatile token is the
+        timestamp. None: no shape serves it, or its check is not done yet (reading the
+        envelope, as this does, checks the first lines of a shape)."""
+        self.envelope(text)
+        keyed = self._shape_key(text)
+        shape = self._shapes.get(keyed[0]) if keyed is not None else None
+        if shape is None or shape.base is None or shape.verify_left:
+            return None
+        fields = {k: v for k, v in shape.base.items() if k != "timestamp"}
+        return EnvelopeShape(fields, shape.stamp_at)
 
     def _shape_parse(
         self, key: str, spans: list[tuple[int, int]]

@@ -351,6 +351,67 @@ def split_lookahead(items: Any) -> tuple[list[Any], list[Any] | None]:
     return items, None
 
 
+_DIGITS: Final = frozenset(range(48, 58))
+#: the ASCII digits each class category matches
+_CATEGORY_DIGITS: Final[dict[Any, frozenset[int]]] = {
+    sre_c.CATEGORY_DIGIT: _DIGITS,
+    sre_c.CATEGORY_NOT_DIGIT: frozenset(),
+    sre_c.CATEGORY_WORD: _DIGITS,
+    sre_c.CATEGORY_NOT_WORD: frozenset(),
+    sre_c.CATEGORY_SPACE: frozenset(),
+    sre_c.CATEGORY_NOT_SPACE: _DIGITS,
+}
+
+
+def digit_blind(items: Any) -> bool:
+    """Whether a pattern treats every ASCII digit alike: each character test takes all of
+    0-9 or none, and no back-reference compares text. Then two texts that differ only in
+    which digits they hold match at the same places, with the same spans."""
+    for op, av in items:
+        if op in (sre_c.LITERAL, sre_c.NOT_LITERAL):
+            if av in _DIGITS:
+                return False
+        elif op is sre_c.IN:
+            # NEGATE flips the set: all or none of the digits stays all or none
+            digits: set[int] = set()
+            for iop, iav in av:
+                if iop is sre_c.NEGATE:
+                    continue
+                if iop is sre_c.LITERAL:
+                    digits.update({iav} & _DIGITS)
+                elif iop is sre_c.RANGE:
+                    digits.update(_DIGITS.intersection(range(iav[0], iav[1] + 1)))
+                elif iop is sre_c.CATEGORY and iav in _CATEGORY_DIGITS:
+                    digits.update(_CATEGORY_DIGITS[iav])
+                else:
+                    return False
+            if digits and digits != _DIGITS:
+                return False
+        elif op is sre_c.CATEGORY:
+            if av not in _CATEGORY_DIGITS:
+                return False
+        elif op in (sre_c.ANY, sre_c.AT):
+            continue
+        elif op is sre_c.SUBPATTERN:
+            if not digit_blind(av[3]):
+                return False
+        elif op is sre_c.BRANCH:
+            if not all(digit_blind(alt) for alt in av[1]):
+                return False
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+            if not digit_blind(av[2]):
+                return False
+        elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+            if not digit_blind(av[1]):
+                return False
+        elif op is sre_c.ATOMIC_GROUP:
+            if not digit_blind(av):
+                return False
+        else:
+            return False  # back-references and the rest: not proved
+    return True
+
+
 def compiles(pattern: str) -> bool:
     """Whether polars' engine takes the pattern (a cheap guard before a batch relies on it)."""
     try:
@@ -365,6 +426,7 @@ __all__ = [
     "alphabet",
     "char_set",
     "compiles",
+    "digit_blind",
     "emit",
     "literal_text",
     "munch_unique",

@@ -196,6 +196,10 @@ def _ray_ip(tok: str) -> str | None:
     return rest.rstrip(")") if sep else None
 
 
+#: what a timestamp token loses at both ends to become the field (brackets, pipes, blanks);
+#: the lane trims the same set in polars
+TIMESTAMP_TRIM = "|[] \t"
+
 _ENVELOPE_NODES: dict[str, Callable[[str], dict[str, Any]]] = {
     "launcher_ompi": lambda t: {"launcher_rank": _launcher_rank_ompi(t)},
     "launcher_rank_tag": lambda t: {"launcher_rank": _digits_in(t)},
@@ -205,7 +209,7 @@ _ENVELOPE_NODES: dict[str, Callable[[str], dict[str, Any]]] = {
     "launcher_ray": lambda t: {"launcher_host": _ray_ip(t)},
     "launcher_lineno": lambda t: {},
     "quote": lambda t: {},
-    "timestamp": lambda t: {"timestamp": t.strip("|[] \t")},
+    "timestamp": lambda t: {"timestamp": t.strip(TIMESTAMP_TRIM)},
 }
 
 
