@@ -11,6 +11,7 @@ parsed, so a format the grammar does not know yet simply lands in ``unrecognized
 
 from __future__ import annotations
 
+import datetime
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,6 +137,23 @@ def write_coll_heavy(path: Path, size_bytes: int, seed: int = SEED) -> int:
         for line in coll_lines(seed):
             out.write(line)
             written += len(line)
+            n += 1
+            if written >= size_bytes:
+                break
+    return n
+
+
+def write_coll_stamped(path: Path, size_bytes: int, seed: int = SEED) -> int:
+    """The COLL-heavy log as `kubectl logs --timestamps` prints it: an RFC 3339 stamp with
+    nanoseconds before every line, 37 us apart, so no two lines share an envelope."""
+    n = written = 0
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    with path.open("w", encoding="utf-8") as out:
+        for line in coll_lines(seed):
+            at = start + datetime.timedelta(microseconds=37 * n)
+            stamped = f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond:06d}{n % 1000:03d}Z {line}"
+            out.write(stamped)
+            written += len(stamped)
             n += 1
             if written >= size_bytes:
                 break
