@@ -132,28 +132,29 @@ def coll_lines(seed: int = SEED) -> Iterator[str]:
 
 def write_coll_heavy(path: Path, size_bytes: int, seed: int = SEED) -> int:
     """Write about ``size_bytes`` of COLL-heavy log; returns the number of lines."""
-    n = written = 0
-    with path.open("w", encoding="utf-8") as out:
-        for line in coll_lines(seed):
-            out.write(line)
-            written += len(line)
-            n += 1
-            if written >= size_bytes:
-                break
-    return n
+    return _write(path, coll_lines(seed), size_bytes)
 
 
 def write_coll_stamped(path: Path, size_bytes: int, seed: int = SEED) -> int:
     """The COLL-heavy log as `kubectl logs --timestamps` prints it: an RFC 3339 stamp with
     nanoseconds before every line, 37 us apart, so no two lines share an envelope."""
-    n = written = 0
     start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    with path.open("w", encoding="utf-8") as out:
-        for line in coll_lines(seed):
+
+    def stamped() -> Iterator[str]:
+        for n, line in enumerate(coll_lines(seed)):
             at = start + datetime.timedelta(microseconds=37 * n)
-            stamped = f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond:06d}{n % 1000:03d}Z {line}"
-            out.write(stamped)
-            written += len(stamped)
+            yield f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond:06d}{n % 1000:03d}Z {line}"
+
+    return _write(path, stamped(), size_bytes)
+
+
+def _write(path: Path, lines: Iterator[str], size_bytes: int) -> int:
+    """Write lines until about ``size_bytes``; returns how many were written."""
+    n = written = 0
+    with path.open("w", encoding="utf-8") as out:
+        for line in lines:
+            out.write(line)
+            written += len(line)
             n += 1
             if written >= size_bytes:
                 break

@@ -690,8 +690,6 @@ class Lane:
                 shape = self.parser.envelope_shape(text)
             if shape is None or not shape.fields.keys() <= _ENVELOPE_SET:
                 continue
-            if "timestamp" in shape.fields:
-                continue
             shapes.append(
                 (outside, zeroed, shape.stamp_at, *[shape.fields.get(k) for k in _NO_STAMP])
             )
