@@ -207,3 +207,26 @@ def test_a_shape_whose_zeroed_digits_matter_is_refused() -> None:
     assert fast == list(parse_lines(lines, "junk", parser=LineParser("lark")))
     assert fast[0].prefix is not None and "2026-01-01T00:00:00Z" in fast[0].prefix
     assert parser._shapes and all(s.base is None for s in parser._shapes.values())
+
+
+def test_a_shape_that_never_comes_again_costs_no_extra_parse() -> None:
+    """Stamped envelopes whose other parts differ every line (a host per line) have a shape
+    each: a shape is made when it comes a second time, so each costs one parse, not three."""
+    parser = LineParser("fast")
+    parses = 0
+    parse_envelope = parser._parse_envelope
+
+    def counting(text: str) -> dict[str, object]:
+        nonlocal parses
+        parses += 1
+        return parse_envelope(text)
+
+    parser._parse_envelope = counting  # type: ignore[method-assign]
+    lines = [
+        Line(i, f"2026-01-01T00:00:{i % 60:02d}Z host{i}:1:2 [0] NCCL INFO Connected all rings")
+        for i in range(1, 201)
+    ]
+    fast = list(parse_lines(lines, "hosts", parser=parser))
+    assert fast == list(parse_lines(lines, "hosts", parser=LineParser("lark")))
+    assert parses == len(lines)
+    assert not parser._shapes

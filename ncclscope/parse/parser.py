@@ -138,6 +138,8 @@ class LineParser:
         self._envelopes: dict[str, dict[str, Any]] = {}
         #: envelope shapes (volatile digits zeroed), see _shaped_envelope
         self._shapes: dict[str, _Shape] = {}
+        #: shapes seen once (a dict: insertion order, cleared when full)
+        self._seen_shapes: dict[str, None] = {}
         self._bodies: dict[str, Body | None] = {}
         #: framework lines Lark was asked about: (prefix, body) of the record, or None
         self._foreigns: dict[str, tuple[str | None, Body] | None] = {}
@@ -228,6 +230,12 @@ class LineParser:
         key, spans = keyed
         shape = self._shapes.get(key)
         if shape is None:
+            if key not in self._seen_shapes:
+                # A shape costs two parses more than its line: make it when it comes again.
+                if len(self._seen_shapes) >= _ENVELOPE_CACHE_MAX:
+                    self._seen_shapes.clear()
+                self._seen_shapes[key] = None
+                return None
             if len(self._shapes) >= _ENVELOPE_CACHE_MAX:
                 self._shapes.clear()
             shape = self._shapes[key] = _Shape(*self._shape_parse(key, spans), tuple(spans))
