@@ -158,6 +158,7 @@ _STAMPS: list[Callable[[int], str]] = [
     lambda i: f"2026-01-01T00:00:{i % 60:02d}Z [2026-03-14 09:12:{i % 60:02d}] ",
     lambda i: f"2026-01-01T00:00:{i % 60:02d}.{i:09d}Z stderr F ",  # a Kubernetes (CRI) file
     lambda i: f"Dec {i % 28 + 1:2d} 23:00:{i % 60:02d} node1 python3[4242]: ",  # syslog
+    lambda i: f'2026-01-01T00:00:{i % 60:02d}.{i:06d}Z {{app="train"}} ',  # Loki: a prefix
 ]
 
 
@@ -194,19 +195,38 @@ def test_timestamped_envelopes_identical(style: int) -> None:
     assert parses < len(lines) / 5
 
 
-def test_a_shape_whose_zeroed_digits_matter_is_refused() -> None:
+def test_a_stamp_in_unread_prefix_text_is_cut_from_each_line() -> None:
     """Text the grammar does not read before the header keeps its digits in ``prefix``: the
-    zero- and nine-filled shapes differ there, so each such line is parsed in full."""
+    shape records where that text lies, and each line's own is cut from there."""
     parser = LineParser("fast")
     texts = [
-        f"junk 2026-01-01T00:00:{s:02d}Z more host:1:2 [0] NCCL INFO Connected all rings"
+        f'2026-01-01T00:00:{s:02d}.{s * 7:03d}Z {{app="train"}} host:1:2 [0] NCCL INFO '
+        "Connected all rings"
         for s in range(30)
     ]
     lines = [Line(i, t) for i, t in enumerate(texts, 1)]
-    fast = list(parse_lines(lines, "junk", parser=parser))
-    assert fast == list(parse_lines(lines, "junk", parser=LineParser("lark")))
-    assert fast[0].prefix is not None and "2026-01-01T00:00:00Z" in fast[0].prefix
-    assert parser._shapes and all(s.base is None for s in parser._shapes.values())
+    fast = list(parse_lines(lines, "loki", parser=parser))
+    assert fast == list(parse_lines(lines, "loki", parser=LineParser("lark")))
+    assert fast[5].prefix == '2026-01-01T00:00:05.035Z {app="train"}'
+    (shape,) = parser._shapes.values()
+    assert shape.base is not None and shape.prefix_at is not None
+
+
+def test_a_shape_whose_zeroed_digits_change_a_field_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were a zeroed token to feed any field but the timestamp or the unread prefix (no
+    terminal does so today), the zero- and nine-filled parses differ there: refused."""
+    parser = LineParser("fast")
+    real = parser._parse_envelope
+
+    def host_from_stamp(text: str) -> dict[str, object]:
+        out = real(text)
+        return {**out, "host": "nines" if "9999" in text else out.get("host")}
+
+    monkeypatch.setattr(parser, "_parse_envelope", host_from_stamp)
+    key = "0000-00-00T00:00:00Z host:1:2 [0] "
+    assert parser._shape_parse(key, [(0, 20)]) == (None, None, None)
 
 
 def test_a_shape_that_never_comes_again_costs_no_extra_parse() -> None:

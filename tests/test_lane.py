@@ -423,11 +423,13 @@ def _stamped(path: Path, coll_log: Path, stamp: Any) -> None:
         (lambda i: f"2026-01-01T00:00:{i % 60:02d}Z [2026-03-14 09:12:{i % 60:02d}] ", 1),
         (lambda i: f"2026-01-01T00:00:{i % 60:02d}.{i:09d}Z stderr F ", 1),
         (lambda i: f"Dec {i % 28 + 1:2d} 23:00:{i % 60:02d} node1 python3[4242]: ", 1),
+        # Loki's logcli: the labels are no grammar's, so stamp and labels are the prefix
+        (lambda i: f'2026-01-01T00:00:{i % 60:02d}.{i:06d}Z {{app="train", pod="w-3"}} ', 1),
         # cat -n: a volatile token polars does not look for, so the check of each group's
         # first text against the line path's tokens leaves them all to Python
         (lambda i: f"{i + 1} 2026-01-01T00:00:{i % 60:02d}Z ", 0),
     ],
-    ids=["iso-ns", "nccl-bracket", "cloudwatch", "two-stamps", "cri", "syslog", "lineno"],
+    ids=["iso-ns", "nccl-bracket", "cloudwatch", "two-stamps", "cri", "syslog", "loki", "lineno"],
 )
 def test_stamped_envelopes(
     coll_log: Path,

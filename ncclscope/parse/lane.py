@@ -690,8 +690,16 @@ class Lane:
                 shape = self.parser.envelope_shape(text)
             if shape is None or not shape.fields.keys() <= _ENVELOPE_SET:
                 continue
+            cut_from, cut_to = shape.prefix_at or (None, None)
             shapes.append(
-                (outside, zeroed, shape.stamp_at, *[shape.fields.get(k) for k in _NO_STAMP])
+                (
+                    outside,
+                    zeroed,
+                    shape.stamp_at,
+                    cut_from,
+                    cut_to,
+                    *[shape.fields.get(k) for k in _NO_STAMP],
+                )
             )
         if not shapes:
             return None, texts
@@ -702,19 +710,22 @@ class Lane:
                 "outside": pl.String,
                 "zeroed": pl.String,
                 "stamp_at": pl.Int64,
+                "cut_from": pl.Int64,
+                "cut_to": pl.Int64,
                 **{k: schema[k] for k in _NO_STAMP},
             },
             orient="row",
         )
         served = has.join(table, on=["outside", "zeroed"], how="inner", maintain_order="left")
         stamp = pl.col("tokens").list.get(pl.col("stamp_at"), null_on_oob=True)
-        rows = served.select(
-            "env",
-            *[
-                stamp.str.strip_chars(TIMESTAMP_TRIM).alias(k) if k == "timestamp" else pl.col(k)
-                for k in ENVELOPE
-            ],
-        )
+        # text the grammar did not read, cut from each line where the shape says (ASCII only,
+        # so character offsets are Python's)
+        cut = env.str.slice(pl.col("cut_from"), pl.col("cut_to") - pl.col("cut_from"))
+        own = {
+            "timestamp": stamp.str.strip_chars(TIMESTAMP_TRIM),
+            "prefix": pl.when(pl.col("cut_from").is_null()).then(pl.col("prefix")).otherwise(cut),
+        }
+        rows = served.select("env", *[own.get(k, pl.col(k)).alias(k) for k in ENVELOPE])
         left = texts.filter(~texts.is_in(served.get_column("env").implode()))
         return rows, left
 

@@ -61,6 +61,8 @@ class EnvelopeShape(NamedTuple):
     fields: dict[str, Any]
     #: which of the volatile tokens (in order) is the timestamp; None: no timestamp
     stamp_at: int | None
+    #: where each line's ``prefix`` is cut from (None: ``fields`` holds it, or there is none)
+    prefix_at: tuple[int, int] | None
 
 
 @dataclass(slots=True)
@@ -70,6 +72,8 @@ class _Shape:
 
     base: dict[str, Any] | None
     stamp_at: int | None
+    #: where the ``prefix`` (text the grammar did not read) lies, when a volatile token is in it
+    prefix_at: tuple[int, int] | None
     spans: tuple[tuple[int, int], ...]
     verify_left: int = SHAPE_VERIFY
 
@@ -238,14 +242,16 @@ class LineParser:
                 return None
             if len(self._shapes) >= _ENVELOPE_CACHE_MAX:
                 self._shapes.clear()
-            shape = self._shapes[key] = _Shape(*self._shape_parse(key, spans), tuple(spans))
+            base, stamp_at, prefix_at = self._shape_parse(key, spans)
+            shape = self._shapes[key] = _Shape(base, stamp_at, prefix_at, tuple(spans))
         if shape.base is None or shape.spans != tuple(spans):
             return None
-        if shape.stamp_at is None:
-            result = shape.base
-        else:
+        result = shape.base
+        if shape.stamp_at is not None:
             start, end = spans[shape.stamp_at]
-            result = {**shape.base, **envelope_node("timestamp", text[start:end])}
+            result = {**result, **envelope_node("timestamp", text[start:end])}
+        if shape.prefix_at is not None:
+            result = {**result, "prefix": text[shape.prefix_at[0] : shape.prefix_at[1]]}
         if shape.verify_left:
             shape.verify_left -= 1
             if self._parse_envelope(text) != result:
@@ -277,39 +283,54 @@ class LineParser:
     def envelope_shape(self, text: str) -> EnvelopeShape | None:
         """The shape ``text``'s envelope is read from, once checked (the lane applies it to
         many lines at once): its fields but the timestamp, and which volatile token is the
-        timestamp. None: no shape serves it, or its check is not done yet (reading the
-        envelope, as this does, checks the first lines of a shape)."""
+        timestamp, and where its prefix is cut from. None: no shape serves it, or its check is
+        not done yet (reading the envelope, as this does, checks the first lines of a shape)."""
         self.envelope(text)
         keyed = self._shape_key(text)
         shape = self._shapes.get(keyed[0]) if keyed is not None else None
         if shape is None or shape.base is None or shape.verify_left:
             return None
-        fields = {k: v for k, v in shape.base.items() if k != "timestamp"}
-        return EnvelopeShape(fields, shape.stamp_at)
+        own = ("timestamp", "prefix") if shape.prefix_at is not None else ("timestamp",)
+        fields = {k: v for k, v in shape.base.items() if k not in own}
+        return EnvelopeShape(fields, shape.stamp_at, shape.prefix_at)
 
     def _shape_parse(
         self, key: str, spans: list[tuple[int, int]]
-    ) -> tuple[dict[str, Any] | None, int | None]:
-        """The parse of a shape, and which zeroed token is its timestamp (None: none), if the
-        zeroed tokens change nothing else; (None, None) if they do."""
+    ) -> tuple[dict[str, Any] | None, int | None, tuple[int, int] | None]:
+        """The parse of a shape, which zeroed token is its timestamp (None: none), and where
+        its ``prefix`` lies if a zeroed token is in it (None: constant or none); the parse is
+        None if the zeroed tokens change anything else."""
         nines = list(key)
         for start, end in spans:
             nines[start:end] = key[start:end].replace("0", "9")
         nine_key = "".join(nines)
         zero, nine = self._parse_envelope(key), self._parse_envelope(nine_key)
-        rest_zero = {k: v for k, v in zero.items() if k != "timestamp"}
-        if rest_zero != {k: v for k, v in nine.items() if k != "timestamp"}:
-            return None, None
+        loose = ("timestamp", "prefix")
+        if {k: v for k, v in zero.items() if k not in loose} != {
+            k: v for k, v in nine.items() if k not in loose
+        }:
+            return None, None, None
+        prefix_at = None
+        if zero.get("prefix") != nine.get("prefix"):
+            # Text the grammar does not read, with a volatile token in it: each line's own
+            # text at the same place, if that place is certain.
+            zp, np_ = zero.get("prefix"), nine.get("prefix")
+            if zp is None or np_ is None or len(zp) != len(np_):
+                return None, None, None
+            at = key.find(zp)
+            if at < 0 or key.find(zp, at + 1) >= 0 or nine_key[at : at + len(np_)] != np_:
+                return None, None, None
+            prefix_at = (at, at + len(zp))
         if "timestamp" not in zero and "timestamp" not in nine:
-            return zero, None
+            return zero, None, prefix_at
         for i, (start, end) in enumerate(spans):
             if envelope_node("timestamp", key[start:end]).get("timestamp") == zero.get(
                 "timestamp"
             ) and envelope_node("timestamp", nine_key[start:end]).get("timestamp") == nine.get(
                 "timestamp"
             ):
-                return zero, i
-        return None, None
+                return zero, i, prefix_at
+        return None, None, None
 
     def _parse_envelope(self, text: str) -> dict[str, Any]:
         # Trailing space is kept: a Slurm "3: " label needs it to be told from a host name.
