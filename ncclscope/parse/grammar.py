@@ -184,6 +184,11 @@ def _terminal_regex(parser: Lark, name: str) -> str:
     return str(parser.get_terminal(name).pattern.to_regexp())
 
 
+def _alternation(parser: Lark, names: tuple[str, ...]) -> str:
+    """These terminals' regexes as one alternation, in this order."""
+    return "|".join(f"(?:{_terminal_regex(parser, n)})" for n in names)
+
+
 def _first_terminals(parser: Lark, start: str) -> set[str]:
     """Names of the terminals that can begin a derivation of ``start``."""
     by_origin: dict[str, list[list[object]]] = {}
@@ -217,7 +222,7 @@ _VOLATILE_TERMINALS = (*_STAMP_TERMINALS, "TRACE_MS", "LINENO_TAG")
 def stamp_regex() -> str:
     """The timestamp terminals, as one alternation."""
     parser = lark_parser()
-    return "|".join(f"(?:{_terminal_regex(parser, n)})" for n in _STAMP_TERMINALS)
+    return _alternation(parser, _STAMP_TERMINALS)
 
 
 _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
@@ -225,7 +230,7 @@ _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
 
 def _tail(parser: Lark, names: tuple[str, ...]) -> re.Pattern[str]:
     """A run of these envelope terminals (and blanks) that ends the text, at least one token."""
-    alt = "|".join(f"(?:{_terminal_regex(parser, n)})" for n in names)
+    alt = _alternation(parser, names)
     return re.compile(rf"(?:\s*(?:{alt}))+\s*$")
 
 
@@ -249,7 +254,5 @@ def markers() -> Markers:
         launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),
         foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
-        volatile=re.compile(
-            "|".join(f"(?:{_terminal_regex(parser, n)})" for n in _VOLATILE_TERMINALS)
-        ),
+        volatile=re.compile(_alternation(parser, _VOLATILE_TERMINALS)),
     )

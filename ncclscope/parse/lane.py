@@ -210,6 +210,28 @@ def jsonl_rows(frame: LaneFrame, source: str, with_text: bool) -> pl.DataFrame:
 
 
 @dataclass(slots=True)
+class _Backoff:
+    """Probes that teach nothing make the next wait: 1, 2, 4, ... batches, up to MAX_SKIP."""
+
+    skip: int = 0
+    misses: int = 0
+
+    def waiting(self) -> bool:
+        """Whether this batch is one to leave (counting it)."""
+        if self.skip:
+            self.skip -= 1
+            return True
+        return False
+
+    def outcome(self, taught: bool) -> None:
+        if taught:
+            self.misses = 0
+        else:
+            self.misses += 1
+            self.skip = min(2 ** (self.misses - 1), MAX_SKIP)
+
+
+@dataclass(slots=True)
 class LaneBatch:
     """One batch: what the lane typed, and the lines (in order) left to the line path."""
 
@@ -306,15 +328,13 @@ class Lane:
         families = [f for f in fast.families if f.root in HIGH_VOLUME_KINDS]
         keywords = {b.keyword for f in families for b in f.branches.values()}
         self._family_keywords = tuple(sorted(k for k in keywords if k is not None))
-        #: batches to leave to the line path, and how many batches in a row gave the lane little
-        self._skip = 0
-        self._misses = 0
+        #: when to probe again without a keyword to go by (nothing adopted yet)
+        self._blind = _Backoff()
         #: the TS terminals for polars, or None where the stamped envelopes' proof fails;
         #: made on first use (it asks polars, which a log without collective lines never loads)
         self._stamps: str | bool | None = False
         #: the same for probes of batches rich in high-volume keywords (_probe)
-        self._probe_skip = 0
-        self._probe_misses = 0
+        self._keyed = _Backoff()
         self._level = parser.markers.level.pattern
 
     # -- learning --------------------------------------------------------------------------------
@@ -347,10 +367,8 @@ class Lane:
 
     def restart(self) -> None:
         """A new input: what the last one taught about probing does not carry over."""
-        self._skip = 0
-        self._misses = 0
-        self._probe_skip = 0
-        self._probe_misses = 0
+        self._blind = _Backoff()
+        self._keyed = _Backoff()
 
     # -- batches ---------------------------------------------------------------------------------
 
@@ -379,10 +397,9 @@ class Lane:
             # (a short log never loads it).
             out.rest = _as_lines(lines)
             return out
-        if self._skip:
+        if self._blind.waiting():
             # Nothing adopted, no keyword to go by: probe again only after a while (twice as
             # long after each batch that taught nothing).
-            self._skip -= 1
             out.rest = _as_lines(lines)
             return out
         if self._sampled_high_volume(lines):
@@ -390,11 +407,7 @@ class Lane:
         else:
             # the sample holds no line the lane could take: polars would learn nothing
             out.rest = _as_lines(lines)
-        if self.sequences:
-            self._misses = 0
-        else:
-            self._misses += 1
-            self._skip = min(2 ** (self._misses - 1), MAX_SKIP)
+        self._blind.outcome(bool(self.sequences))
         return out
 
     def _probe(self, lines: Lines, stats: SourceStats) -> LaneBatch:
@@ -402,16 +415,11 @@ class Lane:
         that neither adopted a sequence nor typed a row, the next ones wait (1, 2, 4, ...
         batches, up to MAX_SKIP): a family that cannot be adopted must not cost every batch
         the polars passes."""
-        if self._probe_skip:
-            self._probe_skip -= 1
+        if self._keyed.waiting():
             return LaneBatch(rest=_as_lines(lines))
         known = len(self.sequences)
         out = self._take(lines, stats)
-        if out.frames or len(self.sequences) > known:
-            self._probe_misses = 0
-        else:
-            self._probe_misses += 1
-            self._probe_skip = min(2 ** (self._probe_misses - 1), MAX_SKIP)
+        self._keyed.outcome(bool(out.frames) or len(self.sequences) > known)
         return out
 
     def _sampled_high_volume(self, lines: Lines) -> bool:
@@ -655,10 +663,10 @@ class Lane:
 
         polars finds the timestamps with the grammar's TS terminals translated exactly, and
         texts are grouped by what lies outside them and by their digits zeroed. The line path
-        finds its volatile tokens with a pattern that treats all digits alike (checked when the
-        lane is made), so the texts of a group differ only where the digits differ, and its
+        finds its volatile tokens with a pattern that treats all digits alike, so the texts of a group differ only where the digits differ, and its
         tokens are the same for all of them: checked on the first text of each group, against
-        polars' tokens. A group that fails any check goes to the line path whole."""
+        polars' tokens (and the pattern's blindness, on first use). A group that fails any
+        check goes to the line path whole."""
         if self._stamps is False:
             self._stamps = _stamp_pattern()
         stamps = self._stamps
