@@ -1,0 +1,1434 @@
+"""Generate ``ncclscope/parse/patterns.py``: the grammar's line formats as polars regexes.
+
+Run at build time, never at parse time::
+
+    python -m ncclscope.parse.generate           # rewrite patterns.py
+    python -m ncclscope.parse.generate --check   # exit 1 if patterns.py is stale (CI)
+
+The grammar (``grammar/``) stays the one description of NCCL's lines and Lark stays the reference.
+This module walks the grammar's EBNF rule trees, as Lark's own ``GrammarBuilder`` loads them, and
+writes for the ``envelope`` start rule and for each record kind of the ``message`` start rule one
+anchored regex in the dialect polars runs (Rust's ``regex`` crate), with a named group per field and
+what turns each capture into the value ``ncclscope/parse/transform.py`` builds from Lark's token.
+
+How the grammar maps to a regex:
+
+* a token is its terminal's regex (a string literal escaped), preceded by the ``%ignore``d blanks
+  (`` *``); a terminal's capture groups become non-capturing;
+* sequence, ``|``, ``?``, ``*`` and ``+`` are themselves; the regex engine's leftmost-first choice
+  with greedy repetition is Lark's where Lark's lexer and parser accept the text, and
+  ``tests/test_patterns.py`` holds every kind to Lark on every fixture line, every grammar case
+  and mutated lines;
+* Rust has no lookaround. A terminal's trailing lookahead that asks for a blank (``(?= )``,
+  ``(?=\\s|$)``, ``(?!\\S)``) consumes one blank, which the next token's separator would have
+  taken; one that asks for a literal character glues the next token to this one; ``(?=$)``
+  becomes ``$``; any other trailing lookahead, and a trailing ``(?!\\d)``-like negative one, is
+  left out (the tokens that follow in the grammar spell it out, which the differential test
+  checks). A kind whose terminals need lookaround elsewhere is Lark-only;
+* a field rule with one token is a scalar group; a tuple field (its record annotation) is a span
+  group and an item regex that ``extract_all`` splits it with; a field rule with no token is a
+  flag (an empty group);
+* Part-valued fields (one IB device, one tree), several fields in one repetition and fields the
+  record types as a scalar but the grammar repeats are Lark-only, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import hashlib
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lark import Tree
+from lark.grammar import NonTerminal, Terminal
+from lark.lexer import PatternStr, TerminalDef
+from lark.load_grammar import GrammarBuilder
+
+from ncclscope.model.records import KINDS, Part, Record
+from ncclscope.parse.grammar import grammar_text, lark_parser
+from ncclscope.parse.pattern_types import (
+    Convert,
+    EnvelopeGroup,
+    EnvelopePattern,
+    FieldPattern,
+    KindPattern,
+    LarkOnly,
+)
+from ncclscope.parse.transform import (
+    TIMESTAMP_TRIM,
+    _hex,
+    field_specs,
+    normalise_bus_id,
+    terminal_converter,
+)
+
+OUTPUT = Path(__file__).with_name("patterns.py")
+
+#: how many times a repetition holding several fields (an allocation's optional attributes) is
+#: unrolled, each copy with its own groups; a text with more goes to Lark
+UNROLL = 6
+
+#: how many times a repetition of the envelope (``_pre*``) is unrolled: each copy has its own
+#: groups so that the first occurrence of a field wins, as the transformer merges an envelope;
+#: an envelope with more launcher/collector tokens goes to Lark
+ENVELOPE_REPEAT = 4
+
+
+class Unsupported(Exception):
+    """A grammar construct this generator does not turn into an exact regex."""
+
+
+# --- terminal regexes, from Python's dialect to Rust's -------------------------------------------
+
+_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def escape(text: str) -> str:
+    """A literal for Rust's regex: punctuation that is syntax is escaped, blanks are kept."""
+    return "".join("\\" + c if c in _META else c for c in text)
+
+
+@dataclass(frozen=True)
+class Translated:
+    """A terminal's regex in Rust's dialect, with what its trailing lookahead asks of the text
+    that follows: ``consume`` (a regex to append), ``glue`` (no blanks before the next token)."""
+
+    regex: str
+    consume: str = ""
+    glue: bool = False
+
+
+def _group_end(regex: str, start: int) -> int:
+    """Index just past the group opened at ``start``."""
+    depth = 0
+    i = start
+    in_class = False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if regex[i + 1 : i + 2] == "^":
+                i += 1
+            if regex[i + 1 : i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise Unsupported(f"unbalanced group in {regex!r}")
+
+
+def _top_level_alternation(regex: str) -> bool:
+    depth = 0
+    i = 0
+    in_class = False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if regex[i + 1 : i + 2] == "^":
+                i += 1
+            if regex[i + 1 : i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+def _rewrite(regex: str) -> str:
+    """Rust's spelling of a lookaround-free Python regex: capture groups made non-capturing,
+    characters that open nested classes or set operations in a Rust class escaped."""
+    out: list[str] = []
+    i = 0
+    in_class = False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            nxt = regex[i + 1 : i + 2]
+            if nxt in ("Z", "A", "G") or nxt.isdigit():
+                raise Unsupported(f"\\{nxt} in {regex!r}")
+            out.append(regex[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+                out.append(c)
+            elif c == "[" or (c in "&~-" and regex[i + 1 : i + 2] == c):
+                out.append("\\" + c)
+            else:
+                out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            if regex[i : i + 1] == "^":
+                out.append("^")
+                i += 1
+            if regex[i : i + 1] == "]":
+                out.append("\\]")
+                i += 1
+            continue
+        if c == "(":
+            if regex.startswith("(?P<", i):
+                close = regex.index(">", i)
+                out.append("(?:")
+                i = close + 1
+                continue
+            if regex.startswith("(?", i) and not regex.startswith("(?:", i):
+                raise Unsupported(f"group {regex[i : i + 4]!r} in {regex!r}")
+            if not regex.startswith("(?", i):
+                out.append("(?:")
+                i += 1
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _without_lookaround(regex: str) -> str:
+    out = regex
+    while True:
+        for opener in ("(?=", "(?!", "(?<=", "(?<!"):
+            at = out.find(opener)
+            if at >= 0:
+                out = out[:at] + out[_group_end(out, at) :]
+                break
+        else:
+            return out
+
+
+_TAIL_LITERAL = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\\[\](){}*+?|.$^])+\$")
+
+
+def translate(regex: str, loose: bool = False) -> Translated:
+    """A terminal's regex in Rust's dialect (see the module docstring for lookaheads). Loose:
+    every lookaround left out, a superset of the terminal."""
+    if loose:
+        return Translated(_rewrite(_without_lookaround(regex)))
+    consume = ""
+    glue = False
+    # a trailing lookaround at the top level, the only place one is turned into something else
+    tail = None
+    if regex.endswith(")") and not _top_level_alternation(regex):
+        # the group that closes at the end, if it is a top-level one
+        for start in range(len(regex)):
+            if regex[start] == "(" and (start == 0 or regex[start - 1] != "\\"):
+                try:
+                    if _group_end(regex, start) == len(regex):
+                        tail = start
+                        break
+                except Unsupported:
+                    continue
+    if tail is not None and regex.startswith(("(?=", "(?!"), tail) and tail > 0:
+        body = regex[tail + 3 : -1]
+        negative = regex[tail + 2] == "!"
+        head = regex[:tail]
+        if negative:
+            if body == "\\S":
+                consume = "(?: |$)"
+            # other negative tails ((?!\d), (?!\/)) are spelt out by what the grammar puts next
+        elif body == "$":
+            consume = "$"
+        elif _TAIL_LITERAL.fullmatch(body):
+            # the text must end in this literal: it is consumed with the token, and the
+            # grammar's optional literal after it (`"."?`) then reads nothing
+            consume = body
+        elif body in ("\\s|$", " |$", "\\s|$|\\)|'|,"):
+            consume = "(?: |$)"
+        elif body[:1] == " " or (body.startswith("\\s") and body[2:3] not in ("*", "?")):
+            # the lookahead's first character is a blank: consume one, the rest is spelt out by
+            # the tokens that follow
+            if body[1:2] not in ("*", "?"):
+                consume = " "
+        elif _top_level_alternation(body):
+            pass  # several continuations: spelt out by what the grammar puts next
+        elif body[:1] not in ("(", "[", ".", "|") and not body.startswith(
+            ("\\s", "\\S", "\\d", "\\w")
+        ):
+            glue = True
+        regex = head
+    if "(?=" in regex or "(?!" in regex or "(?<" in regex:
+        raise Unsupported(f"lookaround inside {regex!r}")
+    return Translated(_rewrite(regex), consume, glue)
+
+
+def char_class(c: str) -> str:
+    """The dispatch class of a message's first character (kept equal to ``match.lead_key``):
+    ``A`` an upper-case letter, ``a`` lower case, ``#`` a digit, else the character itself."""
+    if c.isascii() and c.isupper():
+        return "A"
+    if c.isascii() and c.islower():
+        return "a"
+    if c.isascii() and c.isdigit():
+        return "#"
+    return c
+
+
+def _is_word_start(c: str) -> bool:
+    return c.isascii() and (c.isalpha() or c == "_")
+
+
+def _is_word(c: str) -> bool:
+    return c.isascii() and (c.isalnum() or c == "_")
+
+
+def lead_of_literal(text: str) -> frozenset[str]:
+    """The dispatch keys of a message that starts with this literal: ``w:<word>`` where it starts
+    with a whole word (letters, digits, ``_``) that the literal ends, ``c:<class>`` otherwise."""
+    if not text:
+        return frozenset()
+    if _is_word_start(text[0]):
+        end = 1
+        while end < len(text) and _is_word(text[end]):
+            end += 1
+        # Where the literal ends in its word, Lark would also read the word run on into the
+        # next token ("opCountab": "opCount" then HEX "ab"); no NCCL message is printed so, and a
+        # message that is routed nowhere goes to Lark, so the whole word is its key.
+        return frozenset({f"w:{text[:end]}"})
+    return frozenset({f"c:{char_class(text[0])}"})
+
+
+_PRINTABLE = [chr(i) for i in range(0x20, 0x7F)]
+
+
+def _split_alternatives(regex: str) -> list[str]:
+    out: list[str] = []
+    depth = 0
+    in_class = False
+    start = 0
+    i = 0
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+        elif c == "[":
+            in_class = True
+            if regex[i + 1 : i + 2] == "^":
+                i += 1
+            if regex[i + 1 : i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(regex[start:i])
+            start = i + 1
+        i += 1
+    out.append(regex[start:])
+    return out
+
+
+def _atom_end(regex: str) -> int:
+    """End of the first atom of a regex (a character, escape, class or group)."""
+    c = regex[0]
+    if c == "\\":
+        return 2
+    if c == "[":
+        i = 1
+        if regex[i : i + 1] == "^":
+            i += 1
+        if regex[i : i + 1] == "]":
+            i += 1
+        while regex[i] != "]":
+            i += 2 if regex[i] == "\\" else 1
+        return i + 1
+    if c == "(":
+        return _group_end(regex, 0)
+    return 1
+
+
+def regex_leads(regex: str, depth: int = 0) -> frozenset[str] | None:
+    """The dispatch keys a text this (Rust-dialect) regex matches can start with; None where
+    that is not worked out (the kind is then a candidate for every message)."""
+
+    if depth > 8:
+        return None
+    found: set[str] = set()
+    for branch in _split_alternatives(regex):
+        got = _branch_leads(branch, depth)
+        if got is None:
+            return None
+        found |= got
+    return frozenset(found)
+
+
+def _branch_leads(regex: str, depth: int) -> frozenset[str] | None:
+    import re
+
+    if not regex or regex.startswith(("$", "^")):
+        return None
+    end = _atom_end(regex)
+    atom, rest = regex[:end], regex[end:]
+    quant = rest[:1] if rest[:1] in ("?", "*", "+", "{") else ""
+    if atom.startswith("(?:"):
+        inner = atom[3:-1]
+        if quant in ("", "+"):
+            after = rest[1:] if quant else rest
+            if quant == "+":
+                after = "\x00"  # an unknown continuation
+            return regex_leads("|".join(b + after for b in _split_alternatives(inner)), depth + 1)
+        if quant in ("?", "*"):
+            skip = regex_leads(rest[1:], depth + 1)
+            take = regex_leads("|".join(b + "\x00" for b in _split_alternatives(inner)), depth + 1)
+            return None if skip is None or take is None else skip | take
+        return None
+    if atom == " " and quant == "*":
+        return _branch_leads(rest[1:], depth)
+    # a run of literal word characters, each with no quantifier
+    word = ""
+    i = 0
+    while (
+        i < len(regex) and _is_word(regex[i]) and regex[i + 1 : i + 2] not in ("?", "*", "+", "{")
+    ):
+        word += regex[i]
+        i += 1
+    if word and _is_word_start(word[0]):
+        after = regex[i:]
+        if after == "" or after.startswith("\\x00"):
+            return frozenset({f"w:{word}"})
+        nxt = after[0]
+        if nxt == "\\" and after[1:2] in ("d", "w", "S", "D", "W", "b", "B", "x"):
+            return frozenset({f"c:{char_class(word[0])}"})
+        if nxt in ("[", "(", "."):
+            return frozenset({f"c:{char_class(word[0])}"})
+        return frozenset({f"w:{word}"})
+    if quant in ("?", "*"):
+        return None
+    try:
+        pattern = re.compile(atom.replace("\\x00", ""))
+    except re.error:
+        return None
+    classes = {char_class(c) for c in _PRINTABLE if pattern.fullmatch(c)}
+    if not classes:
+        return None
+    return frozenset(f"c:{c}" for c in classes)
+
+
+# --- the grammar ---------------------------------------------------------------------------------
+
+
+@dataclass
+class GrammarView:
+    rules: dict[str, Tree[Any]]
+    options: dict[str, Any]
+    terminals: dict[str, TerminalDef]
+    separator: str
+
+    @classmethod
+    def load(cls) -> GrammarView:
+        builder = GrammarBuilder()
+        builder.load_grammar(grammar_text(), "nccl")
+        grammar = builder.build()
+        rules = {str(name): tree for name, _params, tree, _opts in grammar.rule_defs}
+        options = {str(name): opts for name, _params, _tree, opts in grammar.rule_defs}
+        parser = lark_parser(False)
+        terminals = {t.name: t for t in parser.terminals}
+        ignores = [terminals[name].pattern.to_regexp() for name in parser.lexer_conf.ignore]
+        if ignores != [" +"]:
+            raise Unsupported(f"%ignore {ignores!r}: only blanks are expected between tokens")
+        return cls(rules, options, terminals, " *")
+
+    def literal_terminal(self, value: str) -> TerminalDef | None:
+        for term in self.terminals.values():
+            if isinstance(term.pattern, PatternStr) and term.pattern.value == value:
+                return term
+        return None
+
+    def lexer_key(self, name: str) -> tuple[int, int, int, str]:
+        """Where Lark's lexer tries a terminal among others that may match at one place:
+        higher priority first, then the widest pattern, then the longer literal (BasicLexer)."""
+        term = self.terminals[name]
+        return (-term.priority, -term.pattern.max_width, -len(term.pattern.value), term.name)
+
+    def first_keys(self, node: Any, seen: frozenset[str] = frozenset()) -> tuple[set[Any], bool]:
+        """The lexer keys of the terminals a subtree can start with, and whether it can be
+        empty."""
+        if isinstance(node, Tree):
+            if node.data == "expansions":
+                keys: set[Any] = set()
+                nullable = False
+                for c in node.children:
+                    k, n = self.first_keys(c, seen)
+                    keys |= k
+                    nullable = nullable or n
+                return keys, nullable
+            if node.data == "expansion":
+                keys = set()
+                for c in node.children:
+                    k, n = self.first_keys(c, seen)
+                    keys |= k
+                    if not n:
+                        return keys, False
+                return keys, True
+            if node.data == "alias":
+                return self.first_keys(node.children[0], seen)
+            if node.data == "expr":
+                k, n = self.first_keys(node.children[0], seen)
+                return k, n or str(node.children[1]) in ("?", "*")
+            if node.data == "value":
+                sym = node.children[0]
+                if isinstance(sym, Terminal):
+                    return {self.lexer_key(sym.name)}, False
+                if isinstance(sym, NonTerminal):
+                    if sym.name in seen:
+                        return set(), False
+                    return self.first_keys(self.rules[sym.name], seen | {sym.name})
+                return self.first_keys(sym, seen)
+            if node.data == "literal":
+                term = self.literal_terminal(_literal_text(node.children[0]))
+                if term is None:
+                    return set(), False
+                return {self.lexer_key(term.name)}, False
+        return set(), False
+
+    def lexer_order(self, branches: list[Any]) -> list[Any]:
+        """Alternatives in the order Lark's lexer would try their first tokens (stable; as
+        written where a branch can be empty, since what follows it then decides)."""
+        firsts = [self.first_keys(b) for b in branches]
+        if any(n or not k for k, n in firsts):
+            return list(branches)
+        order = sorted(range(len(branches)), key=lambda i: min(firsts[i][0]))
+        return [branches[i] for i in order]
+
+    def lazy(self, child: Any, rest: list[Any]) -> bool:
+        """Whether an optional part should first be tried absent: the token that follows it is
+        one Lark's lexer tries before the optional part's first token (``SRC_RTYPE? SRC_LOC``:
+        the location's higher priority wins where both match)."""
+        if not (isinstance(child, Tree) and child.data == "expr"):
+            return False
+        if str(child.children[1]) not in ("?", "*"):
+            return False
+        inner, _ = self.first_keys(child.children[0])
+        after, nullable = self.first_keys(Tree("expansion", list(rest)))
+        if not inner or not after or nullable:
+            return False
+        return bool(min(after) < min(inner))
+
+    def inline(self, name: str) -> bool:
+        opts = self.options.get(name)
+        return name.startswith("_") or bool(opts is not None and opts.expand1)
+
+
+def _literal_text(tok: Any) -> str:
+    text = str(tok)
+    if tok.type != "STRING" or not text.startswith('"'):
+        raise Unsupported(f"literal {text}")
+    if not text.endswith('"'):
+        raise Unsupported(f"literal with flags {text}")
+    value = ast.literal_eval(text)
+    if not isinstance(value, str):
+        raise Unsupported(f"literal {text}")
+    return value
+
+
+# --- kinds ---------------------------------------------------------------------------------------
+
+_CONVERT_NAMES: dict[Any, Convert] = {
+    None: "text",
+    int: "int",
+    _hex: "hex",
+    float: "float",
+    normalise_bus_id: "busid",
+}
+
+
+def convert_of(terminal: str) -> Convert:
+    return _CONVERT_NAMES[terminal_converter(terminal)]
+
+
+@dataclass
+class Occurrence:
+    group: str
+    #: (regex, convert) of each token the group can hold: one for a scalar, the item for a span
+    tokens: list[tuple[str, Convert]]
+    span: bool
+    flag: bool = False
+    #: for a span: a regex with one capture group, each match of which is one element
+    item: str = ""
+
+
+@dataclass
+class Emitter:
+    view: GrammarView
+    kind: str
+    cls: type
+    counter: int = 0
+    occurrences: dict[str, list[Occurrence]] = field(default_factory=dict)
+    glue: bool = False
+    #: while emitting inside a span, the field that span is for (tokens are not grouped)
+    span_field: list[str] = field(default_factory=list)
+    span_tokens: list[tuple[str, Convert]] = field(default_factory=list)
+    #: while re-emitting a span's body to make its item regex: capture the field's tokens
+    item_capture: bool = False
+    #: a guard for a Lark-only kind: no groups, Parts and fields read as plain text, any
+    #: lookaround left out (a superset of what Lark takes: its rows are only sent to Lark)
+    loose: bool = False
+    stack: list[str] = field(default_factory=list)
+    #: literal characters every text so far holds, and whether a free-text token (one that
+    #: can run over blanks) was emitted: how specific a catch-all kind is
+    literal_chars: int = 0
+    free: bool = False
+
+    def group(self) -> str:
+        self.counter += 1
+        return f"g{self.counter}"
+
+    def sep(self) -> str:
+        if self.glue:
+            self.glue = False
+            return ""
+        return self.view.separator
+
+    # Each emit returns (regex, leads, nullable); leads None: any key.
+    def token(
+        self, name: str | None, literal: str | None
+    ) -> tuple[str, frozenset[str] | None, Translated]:
+        if literal is not None:
+            return escape(literal), lead_of_literal(literal), Translated(escape(literal))
+        assert name is not None
+        term = self.view.terminals[name]
+        if isinstance(term.pattern, PatternStr):
+            text = str(term.pattern.value)
+            return escape(text), lead_of_literal(text), Translated(escape(text))
+        tr = translate(term.pattern.to_regexp(), loose=self.loose)
+        return tr.regex, regex_leads(tr.regex + ("\x00" if tr.glue else tr.consume)), tr
+
+    def emit(self, node: Any, field_name: str | None) -> tuple[str, frozenset[str] | None, bool]:
+        if isinstance(node, Tree):
+            data = node.data
+            if data == "expansions":
+                parts = []
+                leads: set[str] | None = set()
+                nullable = False
+                glue_before = self.glue
+                glue_after = False
+                chars_before = self.literal_chars
+                chars_after: list[int] = []
+                for child in self.view.lexer_order(node.children):
+                    self.glue = glue_before
+                    self.literal_chars = chars_before
+                    rx, ld, nl = self.emit(child, field_name)
+                    chars_after.append(self.literal_chars)
+                    glue_after = glue_after or self.glue
+                    parts.append(rx)
+                    leads = None if leads is None or ld is None else leads | ld
+                    nullable = nullable or nl
+                self.glue = glue_after
+                self.literal_chars = min(chars_after)
+                if len(parts) == 1:
+                    return parts[0], (None if leads is None else frozenset(leads)), nullable
+                return (
+                    "(?:" + "|".join(parts) + ")",
+                    None if leads is None else frozenset(leads),
+                    nullable,
+                )
+            if data == "expansion":
+                out = []
+                leads2: set[str] | None = set()
+                nullable = True
+                for i, child in enumerate(node.children):
+                    rx, ld, nl = self.emit(child, field_name)
+                    if rx.endswith((")?", ")*")) and self.view.lazy(child, node.children[i + 1 :]):
+                        rx = rx + "?"
+                    out.append(rx)
+                    if nullable:
+                        leads2 = None if leads2 is None or ld is None else leads2 | ld
+                    nullable = nullable and nl
+                return "".join(out), (None if leads2 is None else frozenset(leads2)), nullable
+            if data == "alias":
+                return self.emit(node.children[0], field_name)
+            if data == "expr":
+                inner, op = node.children
+                op = str(op)
+                if op == "?":
+                    chars = self.literal_chars
+                    rx, ld, _ = self.emit(inner, field_name)
+                    self.literal_chars = chars
+                    return f"(?:{rx})?", ld, True
+                if op in ("*", "+"):
+                    return self.repeat(inner, op, field_name)
+                raise Unsupported(f"operator {op}")
+            if data == "value":
+                (sym,) = node.children
+                if isinstance(sym, Tree) and sym.data == "literal":
+                    return self.emit(sym, field_name)
+                if isinstance(sym, Terminal):
+                    return self.terminal(sym.name, None, field_name)
+                if isinstance(sym, NonTerminal):
+                    return self.nonterminal(sym.name, field_name)
+                return self.emit(sym, field_name)
+            if data == "literal":
+                (tok,) = node.children
+                return self.terminal(None, _literal_text(tok), field_name)
+            raise Unsupported(f"grammar node {data}")
+        raise Unsupported(f"grammar node {node!r}")
+
+    def terminal(
+        self, name: str | None, literal: str | None, field_name: str | None
+    ) -> tuple[str, frozenset[str] | None, bool]:
+        rx, leads, tr = self.token(name, literal)
+        sep = self.sep()
+        if literal is not None:
+            self.literal_chars += len(literal)
+        else:
+            term = self.view.terminals[str(name)]
+            if isinstance(term.pattern, PatternStr):
+                self.literal_chars += len(term.pattern.value)
+            else:
+                self.literal_chars += _literal_run(term.pattern.to_regexp())
+                if _is_free(term):
+                    self.free = True
+        kept = name is not None and not name.startswith("_")
+        body = rx
+        if kept and field_name is not None and not self.loose:
+            assert name is not None
+            conv = convert_of(name)
+            if self.span_field:
+                self.span_tokens.append((rx, conv))
+                if self.item_capture:
+                    body = f"({rx})"
+            else:
+                group = self.group()
+                self.occurrences.setdefault(field_name, []).append(
+                    Occurrence(group, [(rx, conv)], span=False)
+                )
+                body = f"(?P<{group}>{rx})"
+        self.glue = tr.glue
+        return sep + body + tr.consume, leads, False
+
+    def nonterminal(
+        self, name: str, field_name: str | None
+    ) -> tuple[str, frozenset[str] | None, bool]:
+        if self.view.inline(name) or self.loose:
+            if name in self.stack:
+                if self.loose:
+                    # a guard only has to be a superset: a nested part reads as any text
+                    return self.sep() + ".*?", None, True
+                raise Unsupported(f"rule {name} is recursive")
+            self.stack.append(name)
+            try:
+                return self.emit(self.view.rules[name], field_name)
+            finally:
+                self.stack.pop()
+        return self.field_rule(name, self.view.rules[name], field_name)
+
+    def field_rule(
+        self, name: str, tree: Tree[Any], outer: str | None
+    ) -> tuple[str, frozenset[str] | None, bool]:
+        # an alias on the rule's only expansion names the node (`topo_t_p2p: … -> topo__transport`)
+        node_name = name
+        if tree.data == "expansions" and len(tree.children) == 1:
+            only = tree.children[0]
+            if isinstance(only, Tree) and only.data == "alias":
+                node_name = (
+                    str(only.children[1].name)
+                    if hasattr(only.children[1], "name")
+                    else str(only.children[1])
+                )
+        elif tree.data == "expansions" and any(
+            isinstance(c, Tree) and c.data == "alias" for c in tree.children
+        ):
+            raise Unsupported(f"rule {name} names its alternatives differently")
+        cls = KINDS.get(node_name)
+        if cls is not None and issubclass(cls, Part):
+            raise Unsupported(f"field holds a {node_name} part")
+        if outer is not None:
+            raise Unsupported(f"field {node_name} inside field {outer}")
+        fname = node_name.rsplit("__", 1)[-1]
+        if self.span_field:
+            if self.span_field[-1] != fname:
+                raise Unsupported(f"one repetition holds fields {self.span_field[-1]} and {fname}")
+            rx, leads, nullable = self.emit(tree, fname)
+            return rx, leads, nullable
+        before = self.counter
+        occ_before = len(self.occurrences.get(fname, []))
+        rx, leads, nullable = self.emit(tree, fname)
+        new = self.occurrences.get(fname, [])[occ_before:]
+        if not new:
+            # a field rule with no token: a flag
+            group = self.group()
+            self.occurrences.setdefault(fname, []).append(
+                Occurrence(group, [], span=False, flag=True)
+            )
+            return f"{rx}(?P<{group}>)", leads, nullable
+        if _max_tokens(self.view, tree) > 1:
+            # several tokens make one tuple value: one span, split by the tokens' regexes
+            del self.occurrences[fname][occ_before:]
+            self.counter = before
+            self.span_field.append(fname)
+            self.span_tokens = []
+            rx, leads, nullable = self.emit(tree, fname)
+            self.span_field.pop()
+            group = self.group()
+            tokens = list(dict.fromkeys(t for t, _ in self.span_tokens))
+            item = "(" + "|".join(tokens) + ")"
+            self.occurrences.setdefault(fname, []).append(
+                Occurrence(group, list(self.span_tokens), span=True, item=item)
+            )
+            return f"(?P<{group}>{rx})", leads, nullable
+        return rx, leads, nullable
+
+    def repeat(
+        self, inner: Any, op: str, field_name: str | None
+    ) -> tuple[str, frozenset[str] | None, bool]:
+        fields = set() if self.loose else self._fields_in(inner)
+        if not fields:
+            rx, ld, nl = self.emit(inner, field_name)
+            return f"(?:{rx}){op}", ld, op == "*" or nl
+        if len(fields) > 1:
+            if self.span_field:
+                raise Unsupported(f"one repetition holds fields {sorted(fields)}")
+            # each copy has its own groups, so the first occurrence of a field wins as in the
+            # transformer; a text with more repetitions goes to Lark
+            copies = [self.emit(inner, field_name) for _ in range(UNROLL)]
+            out = ""
+            for rx, _, _ in reversed(copies[1:]):
+                out = f"(?:{rx}{out})?"
+            first, ld, nl = copies[0]
+            if op == "+":
+                return f"{first}{out}", ld, nl
+            return f"(?:{first}{out})?", ld, True
+        (fname,) = fields
+        if self.span_field:
+            rx, ld, nl = self.emit(inner, field_name)
+            return f"(?:{rx}){op}", ld, op == "*" or nl
+        self.span_field.append(fname)
+        self.span_tokens = []
+        glue = self.glue
+        rx, ld, nl = self.emit(inner, field_name)
+        tokens = list(self.span_tokens)
+        # the body again, its token captured: one match per repetition is one element, read in
+        # the context of the literals around it (a lazy token ends where its `)` begins)
+        after = self.glue
+        self.glue = glue
+        self.item_capture = True
+        self.span_tokens = []
+        item, _, _ = self.emit(inner, field_name)
+        self.item_capture = False
+        self.glue = after
+        if len(self.span_tokens) != 1:
+            item = "(" + "|".join(dict.fromkeys(t for t, _ in tokens)) + ")"
+        self.span_field.pop()
+        group = self.group()
+        self.occurrences.setdefault(fname, []).append(
+            Occurrence(group, tokens, span=True, item=item)
+        )
+        return f"(?P<{group}>(?:{rx}){op})", ld, op == "*" or nl
+
+    def _fields_in(self, node: Any, seen: frozenset[str] = frozenset()) -> set[str]:
+        """The field names a subtree can give (kinds and parts raise)."""
+        found: set[str] = set()
+        for sym in _symbols(node):
+            if isinstance(sym, NonTerminal):
+                name = sym.name
+                if name in seen:
+                    continue
+                if self.view.inline(name):
+                    found |= self._fields_in(self.view.rules[name], seen | {name})
+                else:
+                    tree = self.view.rules[name]
+                    node_name = name
+                    if tree.data == "expansions" and len(tree.children) == 1:
+                        only = tree.children[0]
+                        if isinstance(only, Tree) and only.data == "alias":
+                            node_name = str(getattr(only.children[1], "name", only.children[1]))
+                    cls = KINDS.get(node_name)
+                    if cls is not None and issubclass(cls, Part):
+                        raise Unsupported(f"field holds a {node_name} part")
+                    found.add(node_name.rsplit("__", 1)[-1])
+        return found
+
+
+def _max_tokens(view: GrammarView, node: Any, seen: frozenset[str] = frozenset()) -> float:
+    """The most kept tokens one text of this subtree can hold (inf: unbounded)."""
+    if isinstance(node, Tree):
+        if node.data == "expansions":
+            return max(_max_tokens(view, c, seen) for c in node.children)
+        if node.data == "expansion":
+            return sum(_max_tokens(view, c, seen) for c in node.children)
+        if node.data == "alias":
+            return _max_tokens(view, node.children[0], seen)
+        if node.data == "expr":
+            inner = _max_tokens(view, node.children[0], seen)
+            return inner if str(node.children[1]) == "?" else (float("inf") if inner else 0)
+        if node.data == "value":
+            sym = node.children[0]
+            if isinstance(sym, Terminal):
+                return 0 if sym.name.startswith("_") else 1
+            if isinstance(sym, NonTerminal):
+                if sym.name in seen:
+                    return float("inf")
+                return _max_tokens(view, view.rules[sym.name], seen | {sym.name})
+            return 0
+    return 0
+
+
+def _symbols(node: Any) -> Iterator[Any]:
+    if isinstance(node, Tree):
+        if node.data == "value":
+            sym = node.children[0]
+            if isinstance(sym, (Terminal, NonTerminal)):
+                yield sym
+                return
+        for child in node.children:
+            yield from _symbols(child)
+
+
+def _field_patterns(em: Emitter) -> tuple[FieldPattern, ...]:
+    spec = field_specs(em.cls)
+    out: list[FieldPattern] = []
+    for fname, occs in em.occurrences.items():
+        if fname not in spec:
+            raise Unsupported(f"grammar gives field {fname!r} the record lacks")
+        is_tuple, _ = spec[fname]
+        flags = [o for o in occs if o.flag]
+        if flags:
+            if len(flags) != len(occs):
+                raise Unsupported(f"field {fname} is a flag in one place and a value in another")
+            out.append(FieldPattern(fname, tuple(o.group for o in occs), "flag"))
+            continue
+        converts = {conv for o in occs for _, conv in o.tokens}
+        if len(converts) != 1:
+            if is_tuple or any(o.span for o in occs):
+                raise Unsupported(f"field {fname} mixes token types {sorted(converts)}")
+            out.append(_mixed(fname, occs, spec[fname][1]))
+            continue
+        (conv,) = converts
+        if is_tuple:
+            # a lone token's group is one element as it stands ("")
+            items = tuple(_greedy(o.item) if o.span else "" for o in occs)
+            out.append(FieldPattern(fname, tuple(o.group for o in occs), conv, items))
+        else:
+            if any(o.span for o in occs):
+                raise Unsupported(f"field {fname} is one value in the record but repeats here")
+            out.append(FieldPattern(fname, tuple(o.group for o in occs), conv))
+    return tuple(out)
+
+
+def _greedy(item: str) -> str:
+    """An item regex with lazy repetitions made greedy. A lazy token of the grammar (a plugin's
+    file name, `[^\\s()',]*?`) ends where a dropped lookahead says, which the whole pattern
+    spells out around the span; run alone inside the span, greedy reads the same token."""
+    out = []
+    i = 0
+    in_class = False
+    while i < len(item):
+        c = item[i]
+        if c == "\\":
+            out.append(item[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif (
+            c == "?"
+            and i > 0
+            and item[i - 1] in "*+?}"
+            and (i < 2 or item[i - 2] != "\\")
+            and (item[i - 1] != "?" or (i >= 2 and item[i - 2] == ")"))
+        ):
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _mixed(fname: str, occs: list[Occurrence], coerce: Any) -> FieldPattern:
+    """A scalar field whose tokens convert differently (``INT | TOPO_UPPER``): each group is
+    converted by its own token and the column takes the record annotation's type, which the
+    caller's coercion would give anyway."""
+    from ncclscope.parse.transform import as_float, as_int, as_str
+
+    target: Convert
+    if coerce is as_str:
+        target = "text"
+    elif coerce is as_int:
+        target = "int"
+    elif coerce is as_float:
+        target = "float"
+    else:
+        raise Unsupported(f"field {fname} mixes token types for an annotation with no cast")
+    return FieldPattern(
+        fname,
+        tuple(o.group for o in occs),
+        target,
+        mixed=tuple(o.tokens[0][1] for o in occs),
+    )
+
+
+def kind_alternatives(view: GrammarView) -> list[tuple[str, Tree[Any] | None, str]]:
+    """(kind, expansion tree or None for the whole rule, rule name) in the message rule's order."""
+    out: list[tuple[str, Tree[Any] | None, str]] = []
+
+    def visit(name: str) -> None:
+        tree = view.rules[name]
+        opts = view.options[name]
+        if (opts is not None and opts.expand1) or name == "message" or name.startswith("_"):
+            for alt in tree.children:
+                (sym,) = [s for s in _symbols(alt)]
+                visit(sym.name)
+            return
+        aliased = [c for c in tree.children if isinstance(c, Tree) and c.data == "alias"]
+        if not aliased:
+            out.append((name, None, name))
+            return
+        plain = [c for c in tree.children if not (isinstance(c, Tree) and c.data == "alias")]
+        if plain:
+            out.append((name, Tree("expansions", plain), name))
+        for alias in aliased:
+            expansion, target = alias.children
+            kind = str(getattr(target, "name", target))
+            out.append((kind, Tree("expansions", [expansion]), name))
+
+    visit("message")
+    return out
+
+
+def build_kind(view: GrammarView, kind: str, tree: Tree[Any], loose: bool = False) -> KindPattern:
+    cls = KINDS.get(kind)
+    if cls is None or not issubclass(cls, Record):
+        raise Unsupported(f"{kind} is no record kind")
+    em = Emitter(view, kind, cls, loose=loose)
+    rx, leads, _ = em.emit(tree, None)
+    fields = () if loose else _field_patterns(em)
+    if any(f.name in RESERVED_COLUMNS for f in fields):
+        raise Unsupported(f"a field is named like a table column ({sorted(RESERVED_COLUMNS)})")
+    pattern = f"^(?P<ok>){rx}$"
+    built = KindPattern(
+        kind, pattern, fields, tuple(sorted(leads)) if leads is not None else (), guard=loose
+    )
+    _SPECIFICITY[pattern] = (em.free, em.literal_chars)
+    return built
+
+
+#: the columns match.message_columns adds to every kind's table
+RESERVED_COLUMNS = frozenset({"row"})
+
+#: per generated pattern: whether it holds free text, and how many literal characters every
+#: text it takes holds
+_SPECIFICITY: dict[str, tuple[bool, int]] = {}
+
+
+def _literal_run(regex: str) -> int:
+    """The longest run of literal characters in a terminal's regex."""
+    best = run = 0
+    i = 0
+    in_class = False
+    while i < len(regex):
+        c = regex[i]
+        if in_class:
+            in_class = c != "]"
+            run = 0
+            i += 1
+            continue
+        if c == "\\" and i + 1 < len(regex) and not regex[i + 1].isalnum():
+            run += 1
+            i += 2
+        elif c == "[":
+            in_class = True
+            run = 0
+            i += 1
+        elif c in "(){}.*+?|^$":
+            run = 0
+            i += 1
+        elif c == "\\":
+            run = 0
+            i += 2
+        else:
+            run = 0 if regex[i + 1 : i + 2] in ("?", "*", "{") else run + 1
+            i += 1
+        best = max(best, run)
+    return best
+
+
+_FREE_SAMPLES = ("x y", "1 2", "a b c", "x, y")
+
+
+def _is_free(term: TerminalDef) -> bool:
+    """Whether a terminal can run over blanks (free text)."""
+    import re
+
+    if isinstance(term.pattern, PatternStr):
+        return False
+    rx = _without_lookaround(term.pattern.to_regexp())
+    return any(re.fullmatch(rx, sample) for sample in _FREE_SAMPLES)
+
+
+def _loses_negative_lookahead(
+    view: GrammarView, tree: Tree[Any], seen: frozenset[str] = frozenset()
+) -> bool:
+    for sym in _symbols(tree):
+        if isinstance(sym, Terminal):
+            term = view.terminals[sym.name]
+            if not isinstance(term.pattern, PatternStr) and "(?!" in term.pattern.to_regexp():
+                return True
+        elif (
+            isinstance(sym, NonTerminal)
+            and sym.name not in seen
+            and _loses_negative_lookahead(view, view.rules[sym.name], seen | {sym.name})
+        ):
+            return True
+    return False
+
+
+def _literal_prefix(pattern: str) -> int:
+    """How many literal characters a pattern starts with (blanks between tokens skipped)."""
+    body = pattern.removeprefix("^(?P<ok>)")
+    count = 0
+    i = 0
+    while i < len(body):
+        if body.startswith(" *", i):
+            i += 2
+            continue
+        c = body[i]
+        if c == "\\" and i + 1 < len(body) and not body[i + 1].isalnum():
+            count += 1
+            i += 2
+            continue
+        if c in "()[]{}.*+?|^$\\":
+            break
+        if body[i + 1 : i + 2] in ("?", "*", "+", "{"):
+            break
+        count += 1
+        i += 1
+    return count
+
+
+def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
+    """The envelope, the kinds' patterns and guards in dispatch order, and the Lark-only kinds.
+
+    Where several patterns may take one message (a catch-all ``NET/IB : <text>`` and the
+    specific ``NET/IB : Got completion …``), the one tried first wins: covered kinds with no
+    free-text token come first, then guards, then kinds with free text; within each, the
+    longest literal start first, then the grammar's order. A guard stands for a Lark-only kind:
+    a loose pattern (no fields, lookarounds left out) whose rows go to Lark, so that a catch-all
+    does not take what Lark types as a Lark-only kind. A kind whose terminals need a negative
+    lookahead gets no guard (without it the guard would take covered kinds' lines).
+    """
+    view = GrammarView.load()
+    envelope = build_envelope(view)
+    _check_compiles(envelope.pattern)
+    entries: list[tuple[tuple[int, int, int, int], KindPattern]] = []
+    lark_only: list[LarkOnly] = []
+    groups: dict[str, list[Tree[Any]]] = {}
+    order: list[str] = []
+    for kind, tree, rule in kind_alternatives(view):
+        if kind not in groups:
+            order.append(kind)
+            groups[kind] = []
+        groups[kind].append(tree if tree is not None else view.rules[rule])
+    for index, kind in enumerate(order):
+        alternatives: list[Any] = []
+        for tree in groups[kind]:
+            alternatives.extend(tree.children if tree.data == "expansions" else [tree])
+        refused: list[tuple[int, str]] = []
+        for number, alternative in enumerate(alternatives):
+            tree = Tree("expansions", [alternative])
+            try:
+                if kind in MANUAL_LARK_ONLY:
+                    raise Unsupported(MANUAL_LARK_ONLY[kind])
+                pattern = build_kind(view, kind, tree)
+                _check_compiles(pattern.pattern)
+            except Unsupported as exc:
+                refused.append((number, str(exc)))
+                try:
+                    pattern = build_kind(view, kind, tree, loose=True)
+                    _check_compiles(pattern.pattern)
+                except Unsupported:
+                    continue
+                if _loses_negative_lookahead(view, tree):
+                    # without its `(?!…)` a guard would take the lines of covered kinds
+                    continue
+            free, chars = _SPECIFICITY[pattern.pattern]
+            # covered alternatives without free text, then guards without, then the rest: those
+            # with more literal text first (a catch-all has little)
+            if not free:
+                key = (1 if pattern.guard else 0, -_literal_prefix(pattern.pattern), index, number)
+            else:
+                key = (2, -chars, index, number)
+            entries.append((key, dataclasses.replace(pattern, alternative=number)))
+        if refused:
+            whole = len(refused) == len(alternatives)
+            reasons = sorted({reason for _, reason in refused})
+            lark_only.append(
+                LarkOnly(
+                    kind,
+                    "; ".join(reasons),
+                    () if whole else tuple(number for number, _ in refused),
+                )
+            )
+    entries.sort(key=lambda e: e[0])
+    return envelope, [p for _, p in entries], lark_only
+
+
+# --- the envelope --------------------------------------------------------------------------------
+
+#: what each envelope node's token gives, mirroring transform._ENVELOPE_NODES, _who and _location:
+#: (field, convert, extract regex with one group or None, characters stripped or None)
+_ENVELOPE_TOKENS: dict[str, tuple[tuple[str, str, str | None, str | None], ...]] = {
+    "launcher_ompi": (("launcher_rank", "int", r"^\[\d+,(\d+)\]", None),),
+    "launcher_rank_tag": (("launcher_rank", "int", r"(\d+)", None),),
+    "launcher_torchx": (("launcher_rank", "int", r"\|(\d+)\]*:*$", None),),
+    "launcher_slurm": (("launcher_rank", "int", r"^(\d+)[: ]*$", None),),
+    "launcher_pdsh": (("launcher_host", "text", r"^(.*?)[: ]*$", None),),
+    "launcher_ray": (("launcher_host", "text", r"ip=(.*?)\)*$", None),),
+    "launcher_lineno": (),
+    "quote": (),
+    "timestamp": (("timestamp", "text", None, TIMESTAMP_TRIM),),
+    "WHO": (
+        ("host", "text", r"^(.*):\d+:\d+$", None),
+        ("pid", "int", r"^.*:(\d+):\d+$", None),
+        ("tid", "int", r"^.*:\d+:(\d+)$", None),
+    ),
+    "DEV": (("dev", "int", r"^\[(\d+)\]$", None),),
+    "SRC_LOC": (
+        ("src_file", "text", r"^(.*):\d+$", None),
+        ("src_line", "int", r"^.*:(\d+)$", None),
+    ),
+    "SRC_FUNC": (("src_func", "text", r"^\((.*)\)$", None),),
+}
+
+
+@dataclass
+class EnvelopeEmitter:
+    view: GrammarView
+    counter: int = 0
+    groups: list[EnvelopeGroup] = field(default_factory=list)
+    glue: bool = False
+    node: list[str] = field(default_factory=list)
+
+    def emit(self, node: Any) -> str:
+        if isinstance(node, Tree):
+            if node.data == "expansions":
+                parts = []
+                glue_before = self.glue
+                glue_after = False
+                for c in self.view.lexer_order(node.children):
+                    self.glue = glue_before
+                    parts.append(self.emit(c))
+                    glue_after = glue_after or self.glue
+                self.glue = glue_after
+                return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+            if node.data == "expansion":
+                out = []
+                for i, c in enumerate(node.children):
+                    rx = self.emit(c)
+                    if rx.endswith((")?", ")*")) and self.view.lazy(c, node.children[i + 1 :]):
+                        rx += "?"
+                    out.append(rx)
+                return "".join(out)
+            if node.data == "alias":
+                expansion, target = node.children
+                self.node.append(str(getattr(target, "name", target)))
+                try:
+                    return self.emit(expansion)
+                finally:
+                    self.node.pop()
+            if node.data == "expr":
+                inner, op = node.children
+                op = str(op)
+                if op == "?":
+                    return f"(?:{self.emit(inner)})?"
+                copies = [self.emit(inner) for _ in range(ENVELOPE_REPEAT)]
+                # nested, so that a later copy is only tried after an earlier one matched
+                nested = ""
+                for rx in reversed(copies[1:]):
+                    nested = f"(?:{rx}{nested})?"
+                return f"{copies[0]}{nested}" if op == "+" else f"(?:{copies[0]}{nested})?"
+            if node.data == "value":
+                sym = node.children[0]
+                if isinstance(sym, Terminal):
+                    return self.terminal(sym.name, None)
+                if isinstance(sym, NonTerminal):
+                    name = sym.name
+                    if self.view.inline(name):
+                        return self.emit(self.view.rules[name])
+                    self.node.append(name)
+                    try:
+                        return self.emit(self.view.rules[name])
+                    finally:
+                        self.node.pop()
+                return self.emit(sym)
+            if node.data == "literal":
+                return self.terminal(None, _literal_text(node.children[0]))
+        raise Unsupported(f"envelope node {node!r}")
+
+    def terminal(self, name: str | None, literal: str | None) -> str:
+        sep = self.view.separator
+        if self.glue:
+            sep = ""
+            self.glue = False
+        if literal is not None:
+            return sep + escape(literal)
+        assert name is not None
+        term = self.view.terminals[name]
+        if isinstance(term.pattern, PatternStr):
+            tr = Translated(escape(str(term.pattern.value)))
+        else:
+            tr = translate(term.pattern.to_regexp())
+        self.glue = tr.glue
+        spec = _ENVELOPE_TOKENS.get(name)
+        owner = self.node[-1] if self.node else None
+        if spec is None and owner is not None and owner in _ENVELOPE_TOKENS:
+            spec = _ENVELOPE_TOKENS[owner]
+        if not spec:
+            return sep + tr.regex + tr.consume
+        self.counter += 1
+        group = f"e{self.counter}"
+        for fname, conv, extract, strip in spec:
+            self.groups.append(EnvelopeGroup(group, fname, conv, extract, strip))  # type: ignore[arg-type]
+        return f"{sep}(?P<{group}>{tr.regex}){tr.consume}"
+
+
+def build_envelope(view: GrammarView) -> EnvelopePattern:
+    em = EnvelopeEmitter(view)
+    rx = em.emit(view.rules["envelope"])
+    return EnvelopePattern(f"^(?P<ok>){rx} *$", tuple(em.groups))
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def grammar_hash() -> str:
+    return hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
+
+
+def _check_compiles(pattern: str) -> None:
+    import polars as pl
+
+    pl.Series([""], dtype=pl.String).str.contains(pattern)
+
+
+#: kinds whose generated pattern the differential test showed to part from Lark, and why
+MANUAL_LARK_ONLY: dict[str, str] = {
+    "plugin_load_failed": (
+        "its catch-all `<TYPE>/Plugin: <error>` takes text Lark's lexer gives to the specific "
+        "plugin kinds first, and Lark then rejects (a plugin line with a spliced writer's tail)"
+    ),
+}
+
+
+def _repr(value: object, indent: int = 0) -> str:
+    pad = " " * indent
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        inner = []
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            if v == f.default:
+                continue
+            inner.append(f"{pad}    {f.name}={_repr(v, indent + 4).lstrip()},")
+        return f"{pad}{type(value).__name__}(\n" + "\n".join(inner) + f"\n{pad})"
+    if isinstance(value, tuple):
+        if not value:
+            return f"{pad}()"
+        items = [_repr(v, indent + 4) + "," for v in value]
+        if all(isinstance(v, str) for v in value) and sum(len(i) for i in items) < 80:
+            return pad + "(" + " ".join(i.strip() for i in items) + ")"
+        return f"{pad}(\n" + "\n".join(items) + f"\n{pad})"
+    return pad + repr(value)
+
+
+def render() -> str:
+    envelope, kinds, lark_only = generate()
+    lines = [
+        '"""Generated by ``python -m ncclscope.parse.generate`` from grammar/: do not edit.',
+        "",
+        "The grammar's envelope and record kinds as polars (Rust) regexes; see",
+        "ncclscope/parse/generate.py for how they are derived and ncclscope/parse/match.py for how",
+        "they run. tests/test_patterns.py holds them to Lark.",
+        '"""',
+        "",
+        "from ncclscope.parse.pattern_types import (",
+        "    EnvelopeGroup,",
+        "    EnvelopePattern,",
+        "    FieldPattern,",
+        "    KindPattern,",
+        "    LarkOnly,",
+        ")",
+        "",
+        f"GRAMMAR_HASH = {grammar_hash()!r}",
+        "",
+        "ENVELOPE = " + _repr(envelope).lstrip(),
+        "",
+        "KINDS: tuple[KindPattern, ...] = " + _repr(tuple(kinds)).lstrip(),
+        "",
+        "LARK_ONLY: tuple[LarkOnly, ...] = " + _repr(tuple(lark_only)).lstrip(),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _formatted(text: str) -> str:
+    """The module as ``ruff format`` writes it, so that CI's format check and ``--check`` agree."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUTPUT), "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ncclscope.parse.generate", description=__doc__)
+    ap.add_argument("--check", action="store_true", help="exit 1 if patterns.py is stale")
+    args = ap.parse_args(argv)
+    try:
+        text = _formatted(render())
+    except Unsupported as exc:
+        print(f"generate: {exc}", file=sys.stderr)
+        return 2
+    current = OUTPUT.read_text(encoding="utf-8") if OUTPUT.exists() else ""
+    if args.check:
+        if current != text:
+            print(f"{OUTPUT} is stale: run python -m ncclscope.parse.generate", file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        OUTPUT.write_text(text, encoding="utf-8")
+        print(f"wrote {OUTPUT}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,332 @@
+"""Run the grammar-derived patterns (``ncclscope/parse/patterns.py``) on columns, in polars.
+
+No Python runs per line: a chunk's envelopes are read with one ``extract_groups``; its messages
+are dispatched to candidate kinds by their first word or first character (a join on a small
+table, not a pattern tried per kind), and each kind's pattern runs once on that kind's candidate
+rows only. What no pattern takes is left null for the caller, which asks Lark.
+
+The values are the ones ``ncclscope/parse/transform.py`` makes from Lark's tokens before the
+record annotations are applied (``field_specs``), which the caller does; a tuple field is a list
+column, a flag is True where seen and null elsewhere, a field not seen is null.
+``tests/test_patterns.py`` holds all of it to Lark.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import polars as pl
+
+from ncclscope.parse.pattern_types import Convert, FieldPattern, KindPattern
+from ncclscope.parse.patterns import ENVELOPE, KINDS, LARK_ONLY
+
+__all__ = [
+    "ENVELOPE_FIELDS",
+    "MessageTables",
+    "envelope_columns",
+    "lark_only_kinds",
+    "lead_keys",
+    "message_columns",
+    "pattern_kinds",
+]
+
+#: envelope fields and their column types
+ENVELOPE_FIELDS: dict[str, pl.DataType] = {
+    "host": pl.String(),
+    "pid": pl.Int64(),
+    "tid": pl.Int64(),
+    "dev": pl.Int64(),
+    "src_file": pl.String(),
+    "src_line": pl.Int64(),
+    "src_func": pl.String(),
+    "timestamp": pl.String(),
+    "launcher_rank": pl.Int64(),
+    "launcher_host": pl.String(),
+}
+
+
+def pattern_kinds() -> tuple[str, ...]:
+    """The record kinds a generated pattern reads, in dispatch order."""
+    return tuple(dict.fromkeys(k.kind for k in KINDS if not k.guard))
+
+
+def lark_only_kinds() -> dict[str, str]:
+    """Record kinds left to Lark, all their alternatives or some, with the reason."""
+    return {k.kind: k.reason for k in LARK_ONLY}
+
+
+def fully_covered_kinds() -> frozenset[str]:
+    """Kinds every alternative of which has a pattern."""
+    return frozenset(pattern_kinds()) - frozenset(lark_only_kinds())
+
+
+# --- envelope ------------------------------------------------------------------------------------
+
+
+def envelope_columns(texts: pl.Series) -> pl.DataFrame:
+    """One row per envelope text (what stands before the level word): the envelope fields as
+    typed columns and ``ok``, False where the pattern did not take the text whole (ask Lark)."""
+    # Lark reads the text with its leading blanks stripped (LineParser._parse_envelope).
+    frame = pl.DataFrame({"text": texts.cast(pl.String)}).select(
+        pl.col("text").str.strip_chars_start().str.extract_groups(ENVELOPE.pattern).alias("m")
+    )
+    caps = frame.unnest("m")
+    by_field: dict[str, list[pl.Expr]] = {}
+    for g in ENVELOPE.groups:
+        expr = pl.col(g.group)
+        if g.strip is not None:
+            expr = expr.str.strip_chars(g.strip)
+        if g.extract is not None:
+            expr = expr.str.extract(g.extract, 1)
+        if g.convert == "int":
+            expr = expr.cast(pl.Int64, strict=False)
+        by_field.setdefault(g.field, []).append(expr)
+    columns = [pl.col(ENVELOPE_OK).is_not_null().alias("ok")]
+    for name, dtype in ENVELOPE_FIELDS.items():
+        exprs = by_field.get(name)
+        if exprs is None:
+            columns.append(pl.lit(None, dtype=dtype).alias(name))
+        else:
+            columns.append(pl.coalesce(exprs).cast(dtype).alias(name))
+    return caps.select(columns)
+
+
+ENVELOPE_OK = "ok"
+
+
+# --- messages ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MessageTables:
+    """What the patterns made of a column of messages.
+
+    ``kind``: per input row, the kind whose pattern took the message, or null (ask Lark).
+    ``tables``: per kind taken at least once, one row per message it took: ``row`` (the input
+    row, UInt32) and one column per field the pattern gives.
+    """
+
+    kind: pl.Series
+    tables: dict[str, pl.DataFrame]
+
+
+def lead_keys(messages: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """The dispatch keys of messages: the first word (letters, digits, ``_``; null where the
+    message starts otherwise) and the first character's class (``A`` upper case, ``a`` lower
+    case, ``#`` digit, else the character), as ``generate.lead_of_literal`` and
+    ``generate.char_class`` compute them from the grammar."""
+    word = messages.str.extract(r"^([A-Za-z_][A-Za-z0-9_]*)", 1)
+    first = messages.str.slice(0, 1)
+    cls = (
+        pl.when(first.str.contains(r"^[A-Z]"))
+        .then(pl.lit("A"))
+        .when(first.str.contains(r"^[a-z]"))
+        .then(pl.lit("a"))
+        .when(first.str.contains(r"^[0-9]"))
+        .then(pl.lit("#"))
+        .otherwise(first)
+    )
+    return word, cls
+
+
+@functools.cache
+def _dispatch_tables() -> tuple[pl.DataFrame, pl.DataFrame, list[int]]:
+    """word -> candidate pattern indexes, class -> candidate indexes, and the indexes of the
+    patterns every message is a candidate for."""
+    words: dict[str, list[int]] = {}
+    classes: dict[str, list[int]] = {}
+    anywhere: list[int] = []
+    for i, k in enumerate(KINDS):
+        if not k.leads:
+            anywhere.append(i)
+        for lead in k.leads:
+            kind_of, _, key = lead.partition(":")
+            (words if kind_of == "w" else classes).setdefault(key, []).append(i)
+    wt = pl.DataFrame(
+        {"word": list(words), "by_word": list(words.values())},
+        schema={"word": pl.String, "by_word": pl.List(pl.UInt16)},
+    )
+    ct = pl.DataFrame(
+        {"cls": list(classes), "by_cls": list(classes.values())},
+        schema={"cls": pl.String, "by_cls": pl.List(pl.UInt16)},
+    )
+    return wt, ct, anywhere
+
+
+def _convert(expr: pl.Expr, convert: Convert) -> pl.Expr:
+    if convert == "int":
+        return expr.cast(pl.Int64, strict=False)
+    if convert == "hex":
+        # 64-bit values (a commId, an opCount) do not all fit an Int64
+        return expr.str.replace(r"^0[xX]", "").str.to_integer(
+            base=16, dtype=pl.UInt64, strict=False
+        )
+    if convert == "float":
+        return expr.cast(pl.Float64, strict=False)
+    if convert == "busid":
+        return _bus_id(expr)
+    if convert == "flag":
+        return pl.when(expr.is_not_null()).then(pl.lit(True))
+    return expr
+
+
+def _bus_id(expr: pl.Expr) -> pl.Expr:
+    """transform.normalise_bus_id in polars: the hex digits of domain|bus|device|function run
+    together, left-padded to nine, as ``dddd:bb:dd.f``."""
+    low = expr.str.to_lowercase()
+    digits = low.str.replace_all(r"[:.]", "")
+    digits = pl.when(low.str.starts_with("0x")).then(digits.str.slice(2)).otherwise(digits)
+    digits = digits.str.pad_start(9, "0")
+    return pl.concat_str(
+        digits.str.head(-5).str.tail(4),
+        pl.lit(":"),
+        digits.str.tail(5).str.head(2),
+        pl.lit(":"),
+        digits.str.tail(3).str.head(2),
+        pl.lit("."),
+        digits.str.tail(1),
+    )
+
+
+_DTYPES: dict[Convert, pl.DataType] = {
+    "int": pl.Int64(),
+    "hex": pl.UInt64(),
+    "float": pl.Float64(),
+    "busid": pl.String(),
+    "text": pl.String(),
+    "flag": pl.Boolean(),
+}
+
+
+def _field_exprs(f: FieldPattern) -> tuple[pl.Expr, pl.Expr]:
+    """(the field's column, whether a captured value failed to convert)."""
+    if f.items:
+        parts = [
+            (
+                pl.concat_list(pl.col(g))
+                if not item
+                else pl.col(g).str.extract_all(item).list.eval(pl.element().str.extract(item, 1))
+            )
+            .list.drop_nulls()
+            .fill_null(pl.lit([], dtype=pl.List(pl.String)))
+            for g, item in zip(f.groups, f.items, strict=True)
+        ]
+        raw = parts[0] if len(parts) == 1 else pl.concat_list(parts)
+        # a span with no item is a field Lark never saw
+        raw = pl.when(raw.list.len() > 0).then(raw)
+        value = raw.list.eval(_convert(pl.element(), f.convert))
+        bad = (value.list.eval(pl.element().is_null()).list.any()).fill_null(False)
+        return value.alias(f.name), bad
+    if f.mixed:
+        target = _DTYPES[f.convert]
+        converted = [
+            _convert(pl.col(g), c).cast(target) for g, c in zip(f.groups, f.mixed, strict=True)
+        ]
+        value = pl.coalesce(converted)
+        bad = pl.any_horizontal(
+            [
+                pl.col(g).is_not_null() & e.is_null()
+                for g, e in zip(f.groups, converted, strict=True)
+            ]
+        )
+        return value.alias(f.name), bad
+    raw = pl.coalesce([pl.col(g) for g in f.groups]) if len(f.groups) > 1 else pl.col(f.groups[0])
+    value = _convert(raw, f.convert).cast(_DTYPES[f.convert])
+    bad = raw.is_not_null() & value.is_null()
+    return value.alias(f.name), bad
+
+
+@functools.cache
+def _kind_exprs(index: int) -> tuple[list[pl.Expr], pl.Expr]:
+    kp = KINDS[index]
+    values: list[pl.Expr] = []
+    bads: list[pl.Expr] = []
+    for f in kp.fields:
+        value, bad = _field_exprs(f)
+        values.append(value)
+        bads.append(bad)
+    bad_any = pl.any_horizontal(bads) if bads else pl.lit(False)
+    return values, bad_any
+
+
+def _extract(kp: KindPattern, index: int, rows: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``rows`` (row, msg) this kind's pattern takes, as typed field columns."""
+    values, bad = _kind_exprs(index)
+    caps = rows.select(
+        pl.col("row"), pl.col("msg").str.extract_groups(kp.pattern).alias("m")
+    ).unnest("m")
+    taken = caps.filter(pl.col("ok").is_not_null())
+    if taken.height == 0:
+        return taken.select(pl.col("row"))
+    out = taken.select(pl.col("row"), *values, bad.alias("_bad"))
+    return out.filter(~pl.col("_bad")).drop("_bad")
+
+
+def message_columns(messages: pl.Series) -> MessageTables:
+    """Type a column of messages (``part.message.strip()``: what follows the level word)."""
+    words, classes, anywhere = _dispatch_tables()
+    empty = pl.lit([], dtype=pl.List(pl.UInt16))
+    word, cls = lead_keys(pl.col("msg"))
+    frame = (
+        pl.DataFrame({"msg": messages.cast(pl.String)})
+        .with_row_index("row")
+        .with_columns(word.alias("word"), cls.alias("cls"))
+        .join(words, on="word", how="left")
+        .join(classes, on="cls", how="left")
+        .select(
+            "row",
+            "msg",
+            # the patterns are stored in the order they are to be tried
+            pl.concat_list(
+                pl.col("by_word").fill_null(empty),
+                pl.col("by_cls").fill_null(empty),
+                pl.lit(anywhere, dtype=pl.List(pl.UInt16)),
+            )
+            .list.sort()
+            .alias("cand"),
+        )
+        .filter(pl.col("cand").list.len() > 0)
+    )
+    found: dict[int, list[pl.DataFrame]] = {}
+    pending = frame
+    rnd = 0
+    while pending.height:
+        pending = pending.with_columns(
+            pl.col("cand").list.get(rnd, null_on_oob=True).alias("k")
+        ).filter(pl.col("k").is_not_null())
+        if pending.height == 0:
+            break
+        taken: list[pl.Series] = []
+        for (k,), part in pending.partition_by("k", as_dict=True, include_key=False).items():
+            index = int(k)
+            got = _extract(KINDS[index], index, part)
+            if got.height:
+                if not KINDS[index].guard:
+                    found.setdefault(index, []).append(got)
+                taken.append(got["row"])
+        if taken:
+            done = pl.concat(taken)
+            pending = pending.filter(~pl.col("row").is_in(done.implode()))
+        rnd += 1
+    tables: dict[str, pl.DataFrame] = {}
+    kind_rows: list[pl.DataFrame] = []
+    by_kind: dict[str, list[pl.DataFrame]] = {}
+    for index in sorted(found):
+        by_kind.setdefault(KINDS[index].kind, []).extend(found[index])
+    for kind_name, frames in by_kind.items():
+        # alternatives of one kind may give different fields: absent ones are null
+        table = pl.concat(frames, how="diagonal_relaxed").sort("row")
+        tables[kind_name] = table
+        kind_rows.append(table.select("row", pl.lit(kind_name).alias("kind")))
+    kinds = pl.DataFrame(
+        {"row": pl.Series([], dtype=pl.UInt32), "kind": pl.Series([], dtype=pl.String)}
+    )
+    if kind_rows:
+        kinds = pl.concat(kind_rows)
+    kind = (
+        pl.DataFrame({"row": pl.arange(0, len(messages), eager=True, dtype=pl.UInt32)})
+        .join(kinds, on="row", how="left")
+        .sort("row")["kind"]
+    )
+    return MessageTables(kind=kind, tables=tables)

@@ -1,0 +1,98 @@
+"""The shapes of the grammar-derived patterns in ``ncclscope/parse/patterns.py``.
+
+``patterns.py`` is generated at build time by ``python -m ncclscope.parse.generate`` from
+``grammar/`` and checked in; ``ncclscope/parse/match.py`` runs it in polars. These classes are
+the contract between the two: plain frozen data, no behaviour.
+
+All patterns are written in the regex dialect polars runs (Rust's ``regex`` crate): no
+lookaround, no backreferences, no atomic groups, named groups unique within a pattern.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: how a captured token becomes a value, as ``transform.terminal_converter`` does for its terminal:
+#: ``int`` (INT, SINT, ``*_INT``), ``hex`` (HEX, HEX0X, ``*_HEX``: int base 16, an optional
+#: ``0x`` dropped), ``float``, ``busid`` (``transform.normalise_bus_id``), ``text``; ``flag``: a
+#: field rule with no token, True where it was seen
+Convert = Literal["int", "hex", "float", "busid", "text", "flag"]
+
+
+@dataclass(frozen=True)
+class FieldPattern:
+    """One record field of a kind: where its tokens are captured and how they convert.
+
+    ``groups`` are named groups of the kind's pattern, in the order Lark meets them. A scalar
+    field (no ``items``) takes the first group that captured something, as the transformer keeps
+    a field's first value. A tuple field is a list: each group captures a span of tokens that its
+    item regex splits, and the spans' elements are joined in order, as the transformer joins a
+    tuple field's values.
+    """
+
+    name: str
+    groups: tuple[str, ...]
+    convert: Convert
+    #: a tuple field: per group, a regex with one capture group; each match in the group's
+    #: span is one element (its capture)
+    items: tuple[str, ...] = ()
+    #: where the field's tokens convert differently (``INT | TOPO_UPPER``): each group's own
+    #: conversion, after which the column is cast to ``convert`` (the record annotation's type)
+    mixed: tuple[Convert, ...] = ()
+
+
+@dataclass(frozen=True)
+class KindPattern:
+    """One alternative of a record kind of the ``message`` start rule.
+
+    ``pattern`` is anchored at both ends and is matched against the stripped message. ``leads``
+    are the dispatch keys a message of this kind can start with (``w:<first word>`` or
+    ``c:<class of the first character>``, see ``match.lead_keys``); an empty tuple means any.
+    """
+
+    kind: str
+    pattern: str
+    fields: tuple[FieldPattern, ...]
+    leads: tuple[str, ...]
+    #: a guard for a Lark-only kind: a loose pattern without fields; a message it takes is
+    #: left to Lark
+    guard: bool = False
+    #: which alternative of the kind's grammar rule (in the rule's order) this pattern reads
+    alternative: int = 0
+
+
+@dataclass(frozen=True)
+class EnvelopeGroup:
+    """A named group of the envelope pattern and the field it gives.
+
+    The field is ``extract`` (a regex with one capture group, applied to the group's text; None:
+    the text itself) converted by ``convert``; ``strip`` are characters stripped from both ends
+    first. Where several groups give one field, the first that captured wins, as the transformer
+    merges an envelope (first occurrence wins).
+    """
+
+    group: str
+    field: str
+    convert: Literal["int", "text"]
+    extract: str | None = None
+    strip: str | None = None
+
+
+@dataclass(frozen=True)
+class EnvelopePattern:
+    """The ``envelope`` start rule as one anchored pattern."""
+
+    pattern: str
+    groups: tuple[EnvelopeGroup, ...]
+
+
+@dataclass(frozen=True)
+class LarkOnly:
+    """A kind, or some alternatives of it, no pattern is generated for, and why: those lines go
+    to Lark."""
+
+    kind: str
+    reason: str
+    #: the alternatives of the kind's rule left to Lark; empty: all of them
+    alternatives: tuple[int, ...] = ()

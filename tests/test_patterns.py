@@ -1,0 +1,313 @@
+"""The grammar-derived polars patterns (ncclscope/parse/patterns.py) held to pure Lark.
+
+Lark is the oracle: for every message Lark types as kind K, a kind with a pattern must be typed K by
+``match.message_columns`` with the same field values (after the record annotations' coercion,
+which both sides get); a message the pattern takes that Lark rejects or types otherwise fails.
+The same for envelopes. Inputs: every line of every fixture log and of the shared corpus, every
+grammar case, and real messages with their numbers, hex digits and words mutated (hypothesis).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lark.exceptions import LarkError
+
+from ncclscope.model.records import KINDS as RECORD_KINDS
+from ncclscope.model.records.base import Part, Record
+from ncclscope.parse import generate, match, patterns
+from ncclscope.parse.grammar import lark_parser, markers
+from ncclscope.parse.transform import Body, field_specs
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def _logs() -> list[Path]:
+    logs = sorted((ROOT / "fixtures" / "real").rglob("*.log"))
+    for sub in ("real", "long"):
+        directory = CORPUS / sub
+        if directory.is_dir():
+            logs += sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix == ".log")
+    return logs
+
+
+def split(line: str) -> tuple[str, str] | None:
+    """(envelope, message) of an NCCL line, as the line splitter cuts its first part."""
+    m = markers()
+    line = line.rstrip("\r\n")
+    repeated = m.ray_repeated.search(line)
+    if repeated is not None:
+        line = line[: repeated.start()]
+    found = list(m.level.finditer(line))
+    if found:
+        end = found[1].start() if len(found) > 1 else len(line)
+        return line[: found[0].start()], line[found[0].end() : end].strip()
+    banner = m.banner.search(line)
+    if banner is not None:
+        return line[: banner.start()], line[banner.start() :].strip()
+    return None
+
+
+@functools.cache
+def fixture_parts() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]:
+    """Distinct envelopes and messages of every fixture and corpus line, and per message how
+    many lines print it."""
+    envelopes: dict[str, None] = {}
+    messages: dict[str, int] = {}
+    for log in _logs():
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = split(line)
+            if parts is None:
+                continue
+            envelopes[parts[0]] = None
+            messages[parts[1]] = messages.get(parts[1], 0) + 1
+    return tuple(envelopes), tuple(messages), messages
+
+
+@functools.cache
+def case_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    envelopes: dict[str, None] = {}
+    messages: dict[str, None] = {}
+    for path in sorted((ROOT / "tests" / "cases" / "grammar").glob("*.yaml")):
+        for case in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
+            parts = split(case["line"])
+            if parts is not None:
+                envelopes[parts[0]] = None
+                messages[parts[1]] = None
+    return tuple(envelopes), tuple(messages)
+
+
+# --- the oracle and the comparison ---------------------------------------------------------------
+
+
+def lark_message(message: str) -> tuple[str, dict[str, Any]] | None:
+    try:
+        body = lark_parser().parse(message, start="message")
+    except (LarkError, TypeError, ValueError):
+        return None
+    if not isinstance(body, Body):
+        return None
+    return body.cls.KIND, dict(body.fields)
+
+
+def lark_envelope(text: str) -> dict[str, Any] | None:
+    stripped = text.lstrip()
+    if not stripped.strip():
+        return {}
+    try:
+        parsed = lark_parser().parse(stripped, start="envelope")
+    except (LarkError, TypeError, ValueError):
+        return None
+    assert isinstance(parsed, dict)
+    return {k: v for k, v in parsed.items() if v is not None}
+
+
+def coerce_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A pattern row's fields as the record builder would pass them (field_specs coercion)."""
+    spec = field_specs(RECORD_KINDS[kind])
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if name == "row" or value is None:
+            continue
+        is_tuple, coerce = spec[name]
+        out[name] = tuple(coerce(v) for v in value) if is_tuple else coerce(value)
+    return out
+
+
+def pattern_messages(messages: list[str]) -> list[tuple[str, dict[str, Any]] | None]:
+    result = match.message_columns(pl.Series(messages, dtype=pl.String))
+    out: list[tuple[str, dict[str, Any]] | None] = [None] * len(messages)
+    for kind, table in result.tables.items():
+        for row in table.iter_rows(named=True):
+            out[row["row"]] = (kind, coerce_row(kind, row))
+    kinds = result.kind.to_list()
+    for i, got in enumerate(out):
+        assert (got[0] if got else None) == kinds[i], "kind column and tables disagree"
+    return out
+
+
+PATTERN_KINDS = frozenset(match.pattern_kinds())
+FULL_KINDS = match.fully_covered_kinds()
+
+
+def message_differences(messages: list[str]) -> list[str]:
+    """What the patterns do differently from Lark on these messages (empty: nothing).
+
+    A kind some alternatives of which are Lark-only may be left to Lark (null); a kind with
+    patterns for all its alternatives must be typed; whatever a pattern types must be Lark's."""
+    got = pattern_messages(messages)
+    problems = []
+    for message, mine in zip(messages, got, strict=True):
+        want = lark_message(message)
+        if mine is None and (want is None or want[0] not in FULL_KINDS):
+            continue
+        if want != mine:
+            problems.append(f"{message!r}:\n    Lark    {want}\n    pattern {mine}")
+    return problems
+
+
+def envelope_differences(texts: list[str], require_ok: bool) -> list[str]:
+    table = match.envelope_columns(pl.Series(texts, dtype=pl.String))
+    problems = []
+    for text, row in zip(texts, table.iter_rows(named=True), strict=True):
+        want = lark_envelope(text)
+        if not row["ok"]:
+            if want is not None and require_ok:
+                problems.append(f"{text!r}: Lark takes it ({want}), the pattern does not")
+            continue
+        mine = {k: v for k, v in row.items() if k != "ok" and v is not None}
+        if want != mine:
+            problems.append(f"{text!r}:\n    Lark    {want}\n    pattern {mine}")
+    return problems
+
+
+def _report(problems: list[str]) -> str:
+    return f"{len(problems)} differences:\n" + "\n".join(problems[:25])
+
+
+# --- the differential tests ----------------------------------------------------------------------
+
+
+def test_fixture_messages_match_lark() -> None:
+    _, messages, _ = fixture_parts()
+    problems = message_differences(list(messages))
+    assert not problems, _report(problems)
+
+
+def test_grammar_case_messages_match_lark() -> None:
+    _, messages = case_parts()
+    problems = message_differences(list(messages))
+    assert not problems, _report(problems)
+
+
+def test_fixture_envelopes_match_lark() -> None:
+    envelopes, _, _ = fixture_parts()
+    problems = envelope_differences(list(envelopes), require_ok=True)
+    assert not problems, _report(problems)
+
+
+def test_grammar_case_envelopes_match_lark() -> None:
+    envelopes, _ = case_parts()
+    problems = envelope_differences(list(envelopes), require_ok=True)
+    assert not problems, _report(problems)
+
+
+_TOKEN = re.compile(r"[0-9]+|[a-f0-9]{4,}|[A-Za-z]+|.", re.DOTALL)
+
+
+def mutate(message: str, rnd: random.Random) -> str:
+    """The message with some numbers, hex runs and words replaced by others of their kind."""
+    out = []
+    for tok in _TOKEN.findall(message):
+        if rnd.random() < 0.35:
+            if tok.isdigit():
+                width = max(1, len(tok) + rnd.choice((-1, 0, 0, 1)))
+                tok = "".join(rnd.choice("0123456789") for _ in range(width))
+            elif tok.isalpha():
+                alphabet = tok if rnd.random() < 0.5 else "abcdefxyzABCDEF"
+                tok = "".join(rnd.choice(alphabet) for _ in range(len(tok)))
+            elif re.fullmatch(r"[a-f0-9]+", tok):
+                tok = "".join(rnd.choice("0123456789abcdef") for _ in range(len(tok)))
+        out.append(tok)
+    return "".join(out)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_mutated_messages_match_lark(seed: int) -> None:
+    rnd = random.Random(seed)
+    _, fixture_messages, _ = fixture_parts()
+    _, cases = case_parts()
+    pool = list(fixture_messages) + list(cases)
+    batch = [mutate(rnd.choice(pool), rnd) for _ in range(40)]
+    problems = message_differences(batch)
+    assert not problems, _report(problems)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_mutated_envelopes_match_lark(seed: int) -> None:
+    rnd = random.Random(seed)
+    envelopes, _, _ = fixture_parts()
+    cases, _ = case_parts()
+    pool = list(envelopes) + list(cases)
+    batch = [mutate(rnd.choice(pool), rnd) for _ in range(40)]
+    problems = envelope_differences(batch, require_ok=False)
+    assert not problems, _report(problems)
+
+
+# --- coverage ------------------------------------------------------------------------------------
+
+
+def message_record_kinds() -> set[str]:
+    """The record kinds the `message` start rule can give."""
+    view = generate.GrammarView.load()
+    return {kind for kind, _, _ in generate.kind_alternatives(view) if kind in RECORD_KINDS}
+
+
+def test_every_message_kind_has_a_pattern_or_a_reason() -> None:
+    lark_only = match.lark_only_kinds()
+    kinds = message_record_kinds()
+    missing = kinds - PATTERN_KINDS - set(lark_only)
+    assert not missing, f"kinds neither covered nor Lark-only: {sorted(missing)}"
+    assert all(reason.strip() for reason in lark_only.values())
+
+
+def test_every_fixture_kind_is_covered_or_lark_only() -> None:
+    _, messages, _ = fixture_parts()
+    lark_only = set(match.lark_only_kinds())
+    seen = {got[0] for got in map(lark_message, messages) if got is not None}
+    missing = seen - PATTERN_KINDS - lark_only
+    assert not missing, f"kinds in the fixtures neither covered nor Lark-only: {sorted(missing)}"
+
+
+def test_every_pattern_kind_is_exercised() -> None:
+    """Each kind with a pattern meets Lark on at least one real line or grammar case."""
+    _, fixture_messages, _ = fixture_parts()
+    _, cases = case_parts()
+    seen = {got[0] for got in map(lark_message, fixture_messages + cases) if got is not None}
+    untested = PATTERN_KINDS - seen
+    assert not untested, (
+        f"pattern kinds no fixture line or grammar case exercises: {sorted(untested)}"
+    )
+
+
+def test_record_kinds_are_records() -> None:
+    for kind in PATTERN_KINDS:
+        cls = RECORD_KINDS[kind]
+        assert issubclass(cls, Record) and not issubclass(cls, Part)
+
+
+def test_patterns_are_current() -> None:
+    assert generate.grammar_hash() == patterns.GRAMMAR_HASH, (
+        "grammar changed: run python -m ncclscope.parse.generate"
+    )
+
+
+@pytest.mark.parametrize(
+    ("regex", "expected"),
+    [
+        ("P2P(?=\\/)", generate.Translated("P2P", glue=True)),
+        ("RAS(?= )", generate.Translated("RAS", consume=" ")),
+        ("\\d+$", generate.Translated("\\d+$")),
+        ("(a|b)x", generate.Translated("(?:a|b)x")),
+        ("[^\\s:\\[\\]()|>]", generate.Translated("[^\\s:\\[\\]()|>]")),
+    ],
+)
+def test_translate(regex: str, expected: generate.Translated) -> None:
+    assert generate.translate(regex) == expected
+
+
+def test_translate_refuses_inner_lookaround() -> None:
+    with pytest.raises(generate.Unsupported):
+        generate.translate("(?!failed\\b)[^\\s:]+")
