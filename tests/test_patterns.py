@@ -190,15 +190,31 @@ def test_grammar_case_messages_match_lark() -> None:
     assert not problems, _report(problems)
 
 
+def _lark_only_envelope(text: str) -> bool:
+    """An envelope the pattern leaves to Lark on purpose: one with a pasted line number, whose
+    lookahead (`451 ` only before `host:pid:tid`) a regex cannot check."""
+    return re.match(r"\s*\d+ \S+:\d+:\d+", text) is not None
+
+
 def test_fixture_envelopes_match_lark() -> None:
     envelopes, _, _ = fixture_parts()
-    problems = envelope_differences(list(envelopes), require_ok=True)
+    problems = envelope_differences(
+        [e for e in envelopes if not _lark_only_envelope(e)], require_ok=True
+    )
+    problems += envelope_differences(
+        [e for e in envelopes if _lark_only_envelope(e)], require_ok=False
+    )
     assert not problems, _report(problems)
 
 
 def test_grammar_case_envelopes_match_lark() -> None:
     envelopes, _ = case_parts()
-    problems = envelope_differences(list(envelopes), require_ok=True)
+    problems = envelope_differences(
+        [e for e in envelopes if not _lark_only_envelope(e)], require_ok=True
+    )
+    problems += envelope_differences(
+        [e for e in envelopes if _lark_only_envelope(e)], require_ok=False
+    )
     assert not problems, _report(problems)
 
 
@@ -206,13 +222,17 @@ _TOKEN = re.compile(r"[0-9]+|[a-f0-9]{4,}|[A-Za-z]+|.", re.DOTALL)
 
 
 def mutate(message: str, rnd: random.Random) -> str:
-    """The message with some numbers, hex runs and words replaced by others of their kind."""
+    """The message with some numbers, hex runs and words replaced by others of their kind.
+
+    A number keeps its width: NCCL prints fixed-width fields (``%02d``), and a width no format
+    prints can meet a lexer priority the patterns do not model (``Channel 07/1 : 0 1``: Lark's
+    TOPO_CONN_INT takes the lone digit, so no ring order has a one-digit channel count).
+    """
     out = []
     for tok in _TOKEN.findall(message):
         if rnd.random() < 0.35:
             if tok.isdigit():
-                width = max(1, len(tok) + rnd.choice((-1, 0, 0, 1)))
-                tok = "".join(rnd.choice("0123456789") for _ in range(width))
+                tok = "".join(rnd.choice("0123456789") for _ in range(len(tok)))
             elif tok.isalpha():
                 alphabet = tok if rnd.random() < 0.5 else "abcdefxyzABCDEF"
                 tok = "".join(rnd.choice(alphabet) for _ in range(len(tok)))
@@ -297,7 +317,8 @@ def test_patterns_are_current() -> None:
 @pytest.mark.parametrize(
     ("regex", "expected"),
     [
-        ("P2P(?=\\/)", generate.Translated("P2P", glue=True)),
+        ("P2P(?=\\/)", generate.Translated("P2P", glue=True, lossy=True)),
+        ("\\d+ (?=\\S+:\\d+:\\d+)", generate.Translated("\\d+ ", lossy=True)),
         ("RAS(?= )", generate.Translated("RAS", consume=" ")),
         ("\\d+$", generate.Translated("\\d+$")),
         ("(a|b)x", generate.Translated("(?:a|b)x")),

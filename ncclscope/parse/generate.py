@@ -97,11 +97,13 @@ def escape(text: str) -> str:
 @dataclass(frozen=True)
 class Translated:
     """A terminal's regex in Rust's dialect, with what its trailing lookahead asks of the text
-    that follows: ``consume`` (a regex to append), ``glue`` (no blanks before the next token)."""
+    that follows: ``consume`` (a regex to append), ``glue`` (no blanks before the next token);
+    ``lossy``: part of the lookahead was left for the grammar's next tokens to spell out."""
 
     regex: str
     consume: str = ""
     glue: bool = False
+    lossy: bool = False
 
 
 def _group_end(regex: str, start: int) -> int:
@@ -226,7 +228,9 @@ def _without_lookaround(regex: str) -> str:
             return out
 
 
-_TAIL_LITERAL = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\\[\](){}*+?|.$^])+\$")
+_TAIL_LITERAL = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\\[\](){}*+?|.$^ ])\$")
+#: a lookahead that opens with one literal character (escaped or plain), not made optional
+_LEADING_CHAR = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\\[\](){}*+?|.$^ ])(?![?*{])")
 
 
 def translate(regex: str, loose: bool = False) -> Translated:
@@ -236,6 +240,7 @@ def translate(regex: str, loose: bool = False) -> Translated:
         return Translated(_rewrite(_without_lookaround(regex)))
     consume = ""
     glue = False
+    lossy = False
     # a trailing lookaround at the top level, the only place one is turned into something else
     tail = None
     if regex.endswith(")") and not _top_level_alternation(regex):
@@ -252,33 +257,44 @@ def translate(regex: str, loose: bool = False) -> Translated:
         body = regex[tail + 3 : -1]
         negative = regex[tail + 2] == "!"
         head = regex[:tail]
+        lossy = True
         if negative:
             if body == "\\S":
                 consume = "(?: |$)"
+                lossy = False
             # other negative tails ((?!\d), (?!\/)) are spelt out by what the grammar puts next
         elif body == "$":
             consume = "$"
+            lossy = False
         elif _TAIL_LITERAL.fullmatch(body):
-            # the text must end in this literal: it is consumed with the token, and the
+            # the text must end in this one character: it is consumed with the token, and the
             # grammar's optional literal after it (`"."?`) then reads nothing
             consume = body
-        elif body in ("\\s|$", " |$", "\\s|$|\\)|'|,"):
+            lossy = False
+        elif body in ("\\s|$", " |$"):
             consume = "(?: |$)"
+            lossy = False
         elif body[:1] == " " or (body.startswith("\\s") and body[2:3] not in ("*", "?")):
             # the lookahead's first character is a blank: consume one, the rest is spelt out by
             # the tokens that follow
             if body[1:2] not in ("*", "?"):
                 consume = " "
+                lossy = body not in (" ", "\\s")
         elif _top_level_alternation(body):
             pass  # several continuations: spelt out by what the grammar puts next
-        elif body[:1] not in ("(", "[", ".", "|") and not body.startswith(
-            ("\\s", "\\S", "\\d", "\\w")
-        ):
+        elif _LEADING_CHAR.match(body):
             glue = True
         regex = head
     if "(?=" in regex or "(?!" in regex or "(?<" in regex:
         raise Unsupported(f"lookaround inside {regex!r}")
-    return Translated(_rewrite(regex), consume, glue)
+    return Translated(_rewrite(regex), consume, glue, lossy)
+
+
+def _grouped(tr: Translated) -> Translated:
+    """A terminal with a top-level ``|`` in a group, so that it stays one token in a sequence."""
+    if _top_level_alternation(tr.regex):
+        return dataclasses.replace(tr, regex=f"(?:{tr.regex})")
+    return tr
 
 
 def char_class(c: str) -> str:
@@ -624,7 +640,12 @@ class Emitter:
         if isinstance(term.pattern, PatternStr):
             text = str(term.pattern.value)
             return escape(text), lead_of_literal(text), Translated(escape(text))
-        tr = translate(term.pattern.to_regexp(), loose=self.loose)
+        if term.priority < 0 and not self.loose:
+            raise Unsupported(
+                f"{name} (priority {term.priority}) only wins where no other token does, "
+                "which a regex cannot say"
+            )
+        tr = _grouped(translate(term.pattern.to_regexp(), loose=self.loose))
         return tr.regex, regex_leads(tr.regex + ("\x00" if tr.glue else tr.consume)), tr
 
     def emit(self, node: Any, field_name: str | None) -> tuple[str, frozenset[str] | None, bool]:
@@ -635,7 +656,8 @@ class Emitter:
                 leads: set[str] | None = set()
                 nullable = False
                 glue_before = self.glue
-                glue_after = False
+                # the next token is glued only where every branch asks for it
+                glue_after = True
                 chars_before = self.literal_chars
                 chars_after: list[int] = []
                 for child in self.view.lexer_order(node.children):
@@ -643,7 +665,7 @@ class Emitter:
                     self.literal_chars = chars_before
                     rx, ld, nl = self.emit(child, field_name)
                     chars_after.append(self.literal_chars)
-                    glue_after = glue_after or self.glue
+                    glue_after = glue_after and self.glue
                     parts.append(rx)
                     leads = None if leads is None or ld is None else leads | ld
                     nullable = nullable or nl
@@ -1145,7 +1167,9 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
     view = GrammarView.load()
     envelope = build_envelope(view)
     _check_compiles(envelope.pattern)
-    entries: list[tuple[tuple[int, int, int, int], KindPattern]] = []
+    entries: list[
+        tuple[tuple[tuple[int, int, int, str], tuple[int, int, int, int]], KindPattern]
+    ] = []
     lark_only: list[LarkOnly] = []
     groups: dict[str, list[Tree[Any]]] = {}
     order: list[str] = []
@@ -1168,21 +1192,40 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
                 _check_compiles(pattern.pattern)
             except Unsupported as exc:
                 refused.append((number, str(exc)))
+                if kind in MANUAL_LARK_ONLY:
+                    # refused because its pattern would take other kinds' lines: so would a guard
+                    continue
                 try:
                     pattern = build_kind(view, kind, tree, loose=True)
                     _check_compiles(pattern.pattern)
                 except Unsupported:
                     continue
-                if _loses_negative_lookahead(view, tree):
-                    # without its `(?!…)` a guard would take the lines of covered kinds
-                    continue
             free, chars = _SPECIFICITY[pattern.pattern]
+            loose_guard = pattern.guard and _loses_negative_lookahead(view, tree)
             # covered alternatives without free text, then guards without, then the rest: those
             # with more literal text first (a catch-all has little)
-            if not free:
-                key = (1 if pattern.guard else 0, -_literal_prefix(pattern.pattern), index, number)
+            # Lark's lexer chooses a message's first token among every kind's first terminals,
+            # by priority, then width (BasicLexer's order): a kind whose first terminal comes
+            # first there wins. Kinds that share their first token are told apart later, which
+            # the rest of the key approximates.
+            firsts, _ = view.first_keys(tree)
+            # of several possible first terminals, the one tried last decides the rank: a kind
+            # is only sure to come first where every way it can start does
+            first = max(firsts) if firsts else (0, 0, 0, "")
+            if loose_guard and any(
+                "(?!" in view.terminals[name].pattern.to_regexp() for *_, name in firsts
+            ):
+                # its first token, without its `(?!…)`, would be chosen where Lark's is not
+                first = (1, 0, 0, "")
+            if loose_guard:
+                # without its `(?!…)` a guard is looser than its kind: among those with its
+                # first token it is tried last, on what no covered kind took
+                rest = (3, -chars, index, number)
+            elif not free:
+                rest = (1 if pattern.guard else 0, -_literal_prefix(pattern.pattern), index, number)
             else:
-                key = (2, -chars, index, number)
+                rest = (2, -chars, index, number)
+            key = (first, rest)
             entries.append((key, dataclasses.replace(pattern, alternative=number)))
         if refused:
             whole = len(refused) == len(alternatives)
@@ -1239,11 +1282,12 @@ class EnvelopeEmitter:
             if node.data == "expansions":
                 parts = []
                 glue_before = self.glue
-                glue_after = False
+                # the next token is glued only where every branch asks for it
+                glue_after = True
                 for c in self.view.lexer_order(node.children):
                     self.glue = glue_before
                     parts.append(self.emit(c))
-                    glue_after = glue_after or self.glue
+                    glue_after = glue_after and self.glue
                 self.glue = glue_after
                 return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
             if node.data == "expansion":
@@ -1302,8 +1346,12 @@ class EnvelopeEmitter:
         if isinstance(term.pattern, PatternStr):
             tr = Translated(escape(str(term.pattern.value)))
         else:
-            tr = translate(term.pattern.to_regexp())
+            tr = _grouped(translate(term.pattern.to_regexp()))
         self.glue = tr.glue
+        if tr.lossy:
+            # a lookahead the pattern cannot check (a pasted line number must precede a
+            # `host:pid:tid`): such envelopes go to Lark; `\b\B` never matches
+            return sep + "\\b\\B"
         spec = _ENVELOPE_TOKENS.get(name)
         owner = self.node[-1] if self.node else None
         if spec is None and owner is not None and owner in _ENVELOPE_TOKENS:
@@ -1338,6 +1386,11 @@ def _check_compiles(pattern: str) -> None:
 
 #: kinds whose generated pattern the differential test showed to part from Lark, and why
 MANUAL_LARK_ONLY: dict[str, str] = {
+    "library_open_failed": (
+        "NET_OPEN_FAILED reads `Failed to open` only before libibverbs, libmlx5 or libgdrapi "
+        "(a lookahead past the blank), which the pattern cannot check: it would take "
+        "library_call_failed's `Failed to open libnvidia-ml.so`"
+    ),
     "plugin_load_failed": (
         "its catch-all `<TYPE>/Plugin: <error>` takes text Lark's lexer gives to the specific "
         "plugin kinds first, and Lark then rejects (a plugin line with a spliced writer's tail)"

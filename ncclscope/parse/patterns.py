@@ -16,7 +16,7 @@ from ncclscope.parse.pattern_types import (
 GRAMMAR_HASH = "f5d9fa2a56d2da1f"
 
 ENVELOPE = EnvelopePattern(
-    pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e2>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e3>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\d+ | *(?P<e5>[A-Za-z][\\w.-]*: )| *(?P<e6>\\d+: )| *(?P<e7>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e10>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e11>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e12>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e13>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\d+ | *(?P<e15>[A-Za-z][\\w.-]*: )| *(?P<e16>\\d+: )| *(?P<e17>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e20>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e21>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e22>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e23>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\d+ | *(?P<e25>[A-Za-z][\\w.-]*: )| *(?P<e26>\\d+: )| *(?P<e27>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e30>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e31>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e32>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e33>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\d+ | *(?P<e35>[A-Za-z][\\w.-]*: )| *(?P<e36>\\d+: )| *(?P<e37>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e40>\\[(?:rank|default)\\d+\\]:))| *\\|| *>))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*:\\d+:\\d+)(?: |$)(?: *(?P<e42>\\[\\d+\\]))?| *(?P<e43>\\[\\d+\\])))?(?:(?: *\\d+\\.\\d+  *(?P<e44>[^\\s\\[\\]]+:\\d+)|(?: *[A-Za-z_]\\w*)?? *(?P<e45>[^\\s\\[\\]]+:\\d+)(?: *(?P<e46>\\([\\w:~<>*, ]+\\)))?))? *$",
+    pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e2>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e3>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e5>[A-Za-z][\\w.-]*: )| *(?P<e6>\\d+: )| *(?P<e7>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e10>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e11>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e12>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e13>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e15>[A-Za-z][\\w.-]*: )| *(?P<e16>\\d+: )| *(?P<e17>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e20>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e21>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e22>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e23>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e25>[A-Za-z][\\w.-]*: )| *(?P<e26>\\d+: )| *(?P<e27>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e30>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e31>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e32>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e33>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e35>[A-Za-z][\\w.-]*: )| *(?P<e36>\\d+: )| *(?P<e37>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e40>\\[(?:rank|default)\\d+\\]:))| *\\|| *>))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*:\\d+:\\d+)(?: |$)(?: *(?P<e42>\\[\\d+\\]))?| *(?P<e43>\\[\\d+\\])))?(?:(?: *\\d+\\.\\d+  *(?P<e44>[^\\s\\[\\]]+:\\d+)|(?: *[A-Za-z_]\\w*)?? *(?P<e45>[^\\s\\[\\]]+:\\d+)(?: *(?P<e46>\\([\\w:~<>*, ]+\\)))?))? *$",
     groups=(
         EnvelopeGroup(
             group="e1",
@@ -323,10 +323,1341 @@ ENVELOPE = EnvelopePattern(
 
 KINDS: tuple[KindPattern, ...] = (
     KindPattern(
-        kind="collnet_unsupported",
-        pattern="^(?P<ok>) *CollNet is not supported or fails to initialize, *ignoring NCCL_ALGO=COLLNET$",
+        kind="comm_destroyed",
+        pattern="^(?P<ok>) *Destroyed comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?\\d+)$",
+        fields=(
+            FieldPattern(
+                name="comm",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Destroyed",),
+    ),
+    KindPattern(
+        kind="gdr_hca",
+        pattern="^(?P<ok>) *NET\\/ *(?P<g1>[^:]+?)  *: *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *HCA *(?P<g3>\\d+) *' *(?P<g4>[^']+) *'(?: *\\( *(?P<g5>[^)\\s](?:[^)]*[^)\\s])?) *\\))?$",
+        fields=(
+            FieldPattern(
+                name="net",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="enabled",
+                groups=("g2",),
+                convert="flag",
+            ),
+            FieldPattern(
+                name="hca_index",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="hca_name",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="reason",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="usage_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:Streams given to a communicator within a NCCL group|Blocking and nonblocking communicators are not allowed|ncclRedOpDestroy : |ncclGroupEnd: not in a group call|Data type supplied to user-created|Trying to (?:recv|send) to self without|Error ?: (?:mixing different streams|corrupted comm object)|Illegal to have some communicators in graph mode|Either none or all communicators in a ncclGroup|Stream is not being captured by the expected graph|FP8 reduction support begins|NCCL cannot be captured in a graph|The installed CUDA driver is older than the minimum version|NCCL does not support this CUDA version for CUDA graph|CUDA some PFN functions not found|NCCL_COMM_ID cannot be used with more than one ncclUniqueId|GDRCOPY lib wrapper not initialized|lib wrapper not initialized|PXN should not use host buffers|NET: GDR Flush only supported|Ignoring SHM locality|Unable to create thread context due to old driver|CollNet does not support LL128)(?:[^\n]*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="message",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Blocking",
+            "w:CUDA",
+            "w:CollNet",
+            "w:Data",
+            "w:Either",
+            "w:Error",
+            "w:FP8",
+            "w:GDRCOPY",
+            "w:Ignoring",
+            "w:Illegal",
+            "w:NCCL",
+            "w:NCCL_COMM_ID",
+            "w:NET",
+            "w:PXN",
+            "w:Stream",
+            "w:Streams",
+            "w:The",
+            "w:Trying",
+            "w:Unable",
+            "w:lib",
+            "w:ncclGroupEnd",
+            "w:ncclRedOpDestroy",
+        ),
+        alternative=11,
+    ),
+    KindPattern(
+        kind="internal_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:Proxy append (?:mismatch|on running operation|out of bound)|(?:Active |Free )?[Ll]ist loop at element|Element \\d+ of pool \\d+ has been lost|Could not find pool of op|Inactive op has next set|Attempting to dequeue (?:nonexistent|null)|Couldn't find opId=|Mismatched response size for opId=|Proxy response for opId=|Storing response for already completed opId=|Comm \\S+ is in abort state|(?:send|recv)ProxyConnect: (?:req|resp)Size is|P2p operation is neither send or recv|P2p schedule creation has bugs|Sendrecv (?:plan|schedule) not aligned for self|Unknown pattern for collective|Unable to post incomplete proxy op chain|Too many aggregated operations|Too many async operations in progress|Trying to launch too many|Error waiting for pthread_join|hostStreamPlanCallback\\(\\) failed|Failure in host setup|Error : ring -?\\d+ does not|Internal error : |Unknown device error|asyncJobLaunch: failed to join)(?:[^\n]*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="internal",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Active",
+            "w:Attempting",
+            "w:Comm",
+            "w:Could",
+            "w:Couldn",
+            "w:Element",
+            "w:Error",
+            "w:Failure",
+            "w:Free",
+            "w:Inactive",
+            "w:Internal",
+            "w:Mismatched",
+            "w:P2p",
+            "w:Proxy",
+            "w:Sendrecv",
+            "w:Storing",
+            "w:Too",
+            "w:Trying",
+            "w:Unable",
+            "w:Unknown",
+            "w:asyncJobLaunch",
+            "w:hostStreamPlanCallback",
+            "w:recvProxyConnect",
+            "w:sendProxyConnect",
+        ),
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?\\d|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo\\w+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="message",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:a",
+            "w:Add",
+            "w:Attribute",
+            "w:Connecting",
+            "w:Could",
+            "w:Error",
+            "w:Failed",
+            "w:Fusing",
+            "w:GetXmlFromCpu",
+            "w:Invalid",
+            "w:KV",
+            "w:Marking",
+            "w:Max",
+            "w:Recursive",
+            "w:Specified",
+            "w:TopoFuseXmls",
+            "w:Unknown",
+            "w:XML",
+            "w:getXmlFromCpu",
+            "w:localHostHash",
+            "w:ncclTopoGetDevNodes",
+            "w:ncclTopoGetSystemFromXml",
+            "w:nvmlDeviceGetCount",
+        ),
+        alternative=10,
+    ),
+    KindPattern(
+        kind="plugin_closed",
+        pattern="^(?P<ok>) *(?P<g1>\\w+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin))(?: *')?? *(?P<g2>[^\\s']+)(?: *')?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+    ),
+    KindPattern(
+        kind="collective_mismatch",
+        pattern="^(?P<ok>) *(?:Mismatched collective detected, please check your collective calls at and around rank|Your program may be hanging, this may be caused by a collective mismatch around rank) *-?\\d+(?: *\\.(?: .*)?$)?$",
         fields=(),
-        leads=("w:CollNet",),
+        leads=(
+            "w:Mismatched",
+            "w:Your",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="plugin_symbol_missing",
+        pattern="^(?P<ok>) *(?P<g1>(?:(?:NET|TUNER|PROFILER)\\/Plugin|Tuner) ?: ?[Ff]ailed to find nccl(?:CollNet|Net|Tuner|Profiler)(?:Plugin)?)(?: *_v *(?P<g2>\\d+))?(?: *symbol)?(?:(?: *in plugin *\\( *(?P<g3>lib[\\w.\\[\\]-]+) *\\) *, *using default tuner instead| *, *using internal tuner instead| *\\( *(?P<g4>[^)\\s](?:[^)]*[^)\\s])?) *\\)(?: *\\.\\s+nccl\\w+ symbols .*\\.$)?))?(?: *\\.)?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="symbol_version",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="library",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="versions_tried",
+                groups=("g4",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:NET",
+            "w:PROFILER",
+            "w:TUNER",
+            "w:Tuner",
+        ),
+    ),
+    KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)?) *(?P<g2>\\S(?:.*?\\S)??)(?:(?: *\\(v *(?P<g3>\\d+) *\\)| *\\.))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="version",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+    ),
+    KindPattern(
+        kind="tcpx_timeout",
+        pattern="^(?P<ok>) *0x[0-9a-fA-F]+:0x[0-9a-fA-F]+, *nic *(?P<g1>\\d+) *, *(?P<g2>[^\\s,]+) *, *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *<\\- *(?P<g5>[^\\s<>]+)< *(?P<g6>\\d+) *> *(?P<g7>\\S.*?)  *timeout *cnt *(?P<g8>\\d+) *, *nanos *(?P<g9>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="nic",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="interface_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="local",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="local_port",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_port",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="what",
+                groups=("g7",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="count",
+                groups=("g8",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nanos",
+                groups=("g9",),
+                convert="int",
+            ),
+        ),
+        leads=("c:#",),
+    ),
+    KindPattern(
+        kind="socket_handshake_failed",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*))(?: *from *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>)? *:(?: *(?P<g5>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g6>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g7>-?(?:0x)?[0-9a-fA-F]+) *\\) *, *discarding peer connection| *(?P<g8>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g9>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g10>-?(?:0x)?[0-9a-fA-F]+) *--[^)]* *\\) *, *discarding peer connection| *(?P<g11>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g12>[^\\s<>]+)< *(?P<g13>\\d+) *> *failed *, *discarding peer connection| *(?P<g14>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g15>[^\\s<>]+)< *(?P<g16>\\d+) *>| *wrong *(?P<g17>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g18>-?(?:0x)?[0-9a-fA-F]+) *!= *(?P<g19>-?(?:0x)?[0-9a-fA-F]+)| *peer *(?P<g20>[^\\s<>]+)< *(?P<g21>\\d+) *> *(?P<g22>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *, *discarding)$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer",
+                groups=(
+                    "g3",
+                    "g12",
+                    "g15",
+                    "g20",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_port",
+                groups=(
+                    "g4",
+                    "g13",
+                    "g16",
+                    "g21",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="reason",
+                groups=(
+                    "g5",
+                    "g8",
+                    "g11",
+                    "g14",
+                    "g17",
+                    "g22",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="got",
+                groups=(
+                    "g6",
+                    "g9",
+                    "g18",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="expected",
+                groups=(
+                    "g7",
+                    "g10",
+                    "g19",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+    ),
+    KindPattern(
+        kind="socket_connect_failed",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *to *[^\\s<>]+ *< *\\d+ *> *failed with error *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+        alternative=2,
+    ),
+    KindPattern(
+        kind="socket_connect_failed",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *poll\\(\\) *failed with error *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+        alternative=3,
+    ),
+    KindPattern(
+        kind="socket_connect_failed",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *poll\\(\\) *returned *-?\\d+(?: *,)?(?: *\\S(?:.*\\S)?)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+        alternative=4,
+    ),
+    KindPattern(
+        kind="work_fifo_ignored",
+        pattern="^(?P<ok>) *(?P<g1>NCCL_WORK_FIFO_(?:BYTES|DEPTH)=) *(?P<g2>-?\\d+) *is being ignored because it is not a power of 2\\.$",
+        fields=(
+            FieldPattern(
+                name="variable",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="value",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("c:A",),
+    ),
+    KindPattern(
+        kind="no_interface_found",
+        pattern="^(?P<ok>) *no device found  *(?P<g1>(?:after\\ excluding|matching)) *(?P<g2>[^\\s,]+)(?: *, *(?:verify|ignoring).*)?$",
+        fields=(
+            FieldPattern(
+                name="filter_how",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="filter",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:no",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="socket_connect_retry",
+        pattern="^(?P<ok>) *Call to connect  *returned *(?P<g1>\\S[^,]*), *retrying$",
+        fields=(
+            FieldPattern(
+                name="error",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Call",),
+    ),
+    KindPattern(
+        kind="dlsym_failed",
+        pattern="^(?P<ok>) *(?:dlvsym|dlsym|ncclOsDlsym) *failed on *[^\\s,]+(?: *, *ignoring| *\\- *\\S(?:.*\\S)?)$",
+        fields=(),
+        leads=(
+            "w:dlsym",
+            "w:dlvsym",
+            "w:ncclOsDlsym",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *Invalid *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *\\( *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *-?\\d+ *\\)(?: *\\.)?$",
+        fields=(),
+        leads=("w:Invalid",),
+        guard=True,
+        alternative=5,
+    ),
+    KindPattern(
+        kind="topo_node",
+        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g3> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g4>\\d+) *\\])?)?$",
+        fields=(
+            FieldPattern(
+                name="node_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="node_id",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="attrs",
+                groups=("g3",),
+                convert="text",
+                items=("([^\\/()\\s]+)",),
+            ),
+            FieldPattern(
+                name="mlopart",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "w:CPU",
+            "w:CXB",
+            "w:DEV",
+            "w:GIN",
+            "w:GPU",
+            "w:NET",
+            "w:NIC",
+            "w:NVS",
+            "w:PCI",
+            "w:RMA",
+        ),
+    ),
+    KindPattern(
+        kind="topo_paths",
+        pattern="^(?P<ok>) *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *:(?:(?: *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+)?$",
+        fields=(),
+        leads=(
+            "w:CPU",
+            "w:CXB",
+            "w:DEV",
+            "w:GIN",
+            "w:GPU",
+            "w:NET",
+            "w:NIC",
+            "w:NVS",
+            "w:PCI",
+            "w:RMA",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="socket_peer_closed",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *Connection closed by remote peer(?: *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>)?$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_port",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *(?P<g3>(?:No valid \\S+ pair found|Unsupported\\ address\\ family\\ type|file\\ descriptor\\ is\\ \\-1|unsupported\\ IP\\ family|socket\\ is\\ invalid|pass\\ NULL\\ socket|invalid\\ socket|string\\ is\\ null))$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="sock_problem",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *(?:unexpected\\ socket\\ state|wrong\\ socket\\ state) *(?P<g3>-?\\d+)$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="state",
+                groups=("g3",),
+                convert="int",
+                items=("",),
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *socket state *\\( *(?P<g3>-?\\d+)(?: */ *(?P<g4>-?\\d+))?? *\\) *is not ready$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="state",
+                groups=(
+                    "g3",
+                    "g4",
+                ),
+                convert="int",
+                items=(
+                    "",
+                    "",
+                ),
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=5,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *invalid socket(?: *(?:0x[0-9a-fA-F]+|\\(nil\\)) */ *(?:0x[0-9a-fA-F]+|\\(nil\\))| *at index *(?P<g3>\\d+))$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="index",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=6,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *invalid arguments *ops= *(?:0x[0-9a-fA-F]+|\\(nil\\)) *numOps= *\\d+$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=7,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *connecting to address *(?P<g3>\\S+)  *with family *(?P<g4>\\d+) *is neither AF_INET\\( *\\d+ *\\) *nor AF_INET6\\( *\\d+ *\\)$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="address",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="family",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=8,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *get errno *(?P<g3>\\d+) *that is not EAGAIN or EWOULDBLOCK$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=9,
+    ),
+    KindPattern(
+        kind="socket_connect_retry",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:)(?: *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>| *connect) *returned *(?P<g5>\\S[^,]*), *retrying *\\( *(?P<g6>\\d+) */ *(?P<g7>\\d+) *\\) *after sleep for *(?P<g8>\\d+) *msec$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_port",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="attempt",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="max_attempts",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="sleep_ms",
+                groups=("g8",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:) *error encountered when getting address info *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+        alternative=1,
+    ),
+    KindPattern(
+        kind="socket_connect_give_up",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:)(?:(?: *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *\\d+ *>| *connect) *returned *\\S[^,]* *,)? *exceeded *(?:error\\ retry\\ count|timeouts|retries)(?: *after *\\d+ *attempts| *\\( *\\d+ *\\))(?: *, *\\S(?:.*\\S)?)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:) *Socket creation *failed *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+        alternative=2,
+    ),
+    KindPattern(
+        kind="socket_io_failed",
+        pattern="^(?P<ok>)(?:(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:))? *Call to *(?:recv|send)(?:(?: *from| *to) *[^\\s<>]+ *< *\\d+ *>)?? *failed *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Call",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="socket_error",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:) *Accept *failed *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:a",
+            "w:Net",
+            "w:ncclNet",
+            "w:ncclOs",
+            "w:ncclSocket",
+        ),
+        guard=True,
+        alternative=3,
+    ),
+    KindPattern(
+        kind="api_arg_error",
+        pattern="^(?P<ok>) *(?P<g1>\\w+)  *: *(?P<g2>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)) *(?P<g3>(?:reduction\\ operation|root|type)) *(?P<g4>-?\\d+)(?: *\\( *root should be in the 0\\.\\. *(?P<g5>\\d+) *range *\\))?$",
+        fields=(
+            FieldPattern(
+                name="api_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="problem",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="argument",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="value",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="max_root",
+                groups=("g5",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="api_arg_error",
+        pattern="^(?P<ok>) *(?P<g1>\\w+)  *: *(?P<g2>(?:reduction\\ operation|root|type)) *(?P<g3>-?\\d+) *(?P<g4>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid))$",
+        fields=(
+            FieldPattern(
+                name="api_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="argument",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="value",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="problem",
+                groups=("g4",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="api_arg_error",
+        pattern="^(?P<ok>) *\\w+ *: *\\w+ *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid) *-?\\d+ *mismatchs with NCCL device *\\d+$",
+        fields=(),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+        guard=True,
+        alternative=3,
+    ),
+    KindPattern(
+        kind="api_arg_error",
+        pattern="^(?P<ok>) *\\w+ *: *\\w+ *(?:0x[0-9a-fA-F]+|\\(nil\\)) *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)$",
+        fields=(),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+        guard=True,
+        alternative=4,
+    ),
+    KindPattern(
+        kind="api_arg_error",
+        pattern="^(?P<ok>) *\\w+ *: *\\w+ *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)$",
+        fields=(),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *, *leaving it set at *-?\\d+$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:_",
+            "c:a",
+            "w:min",
+        ),
+        guard=True,
+        alternative=2,
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?\\d+(?: *,(?: *set both to| *cap it to) *-?\\d+)?$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:_",
+            "c:a",
+            "w:min",
+        ),
+        guard=True,
+        alternative=4,
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *is not a valid value(?: *0/1)? *,(?: *NCCL will decide.*| *set it to *-?\\d+)$",
+        fields=(),
+        leads=(
+            "c:A",
+            "c:_",
+            "c:a",
+            "w:min",
+        ),
+        guard=True,
+        alternative=3,
+    ),
+    KindPattern(
+        kind="return_code",
+        pattern="^(?P<ok>) *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))? *\\-> *(?P<g3>\\d+)(?: *\\( *(?P<g4>[^()\\s](?:[^()]*[^()\\s])?) *\\))?(?: *\\[ *(?P<g5>[^\\[\\]\\s](?:[^\\[\\]]*[^\\[\\]\\s])?) *\\])?$",
+        fields=(
+            FieldPattern(
+                name="code_location",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code_func",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="errno",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="thread",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:+",
+            "c:-",
+            "c:.",
+            "c:/",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+    ),
+    KindPattern(
+        kind="usage_error",
+        pattern="^(?P<ok>) *(?P<g1>\\w+): *communicator was revoked$",
+        fields=(
+            FieldPattern(
+                name="usage_api",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:_",
+            "c:a",
+        ),
+        alternative=7,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *(?P<g1>proxyProgressAsync::\\S+ .*)$",
+        fields=(
+            FieldPattern(
+                name="async_step",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:proxyProgressAsync",),
+        alternative=13,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>ncclProxy\\w+)  *call to(?: *tpRank *(?P<g2>\\d+)| *rank *(?P<g3>-?\\d+))(?:(?: *localFd *(?P<g4>\\d+)| *handle *(?P<g5>0x[0-9a-fA-F]+)| *\\( *[0-9a-fA-F]+ *\\)))? *failed *: *(?P<g6>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="tp_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="fd",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="handle",
+                groups=("g5",),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g6",),
+                convert="int",
+            ),
+        ),
+        leads=("c:a",),
+        alternative=14,
+    ),
+    KindPattern(
+        kind="env_setting",
+        pattern="^(?P<ok>) *(?P<g1>NCCL_[A-Z0-9_]+) *set(?: *(?:from\\ environment|by\\ environment))? *to(?: *(?P<g2>-?\\d+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))(?: *\\.)?$",
+        fields=(
+            FieldPattern(
+                name="name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="value",
+                groups=(
+                    "g2",
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=("c:A",),
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ *is too big\\. *Limiting value to *-?\\d+ *\\.$",
+        fields=(),
+        leads=("c:A",),
+        guard=True,
+        alternative=1,
+    ),
+    KindPattern(
+        kind="topo_system_end",
+        pattern="^(?P<ok>) *={20,}$",
+        fields=(),
+        leads=("c:=",),
+    ),
+    KindPattern(
+        kind="channel_summary",
+        pattern="^(?P<ok>) *(?P<g1>\\d+) *coll channels,(?: *(?P<g2>\\d+) *collnet channels,)?(?: *(?P<g3>\\d+) *nvls channels,)? *(?P<g4>\\d+) *p2p channels, *(?P<g5>\\d+) *p2p channels per peer$",
+        fields=(
+            FieldPattern(
+                name="coll_channels",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="collnet_channels",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvls_channels",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="p2p_channels",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="p2p_channels_per_peer",
+                groups=("g5",),
+                convert="int",
+            ),
+        ),
+        leads=("c:#",),
+    ),
+    KindPattern(
+        kind="graph_channel",
+        pattern="^(?P<ok>) *(?P<g1>\\d+) *:(?P<g2>(?: *[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)+)$",
+        fields=(
+            FieldPattern(
+                name="channel",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nodes",
+                groups=("g2",),
+                convert="text",
+                items=(" *([A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",),
+            ),
+        ),
+        leads=("c:#",),
+    ),
+    KindPattern(
+        kind="tuning_choice",
+        pattern="^(?P<ok>)(?: *(?P<g1>[A-Za-z]\\w*)(?: *\\[ *(?P<g2>[A-Za-z][A-Za-z ]*)\\])?? *:)? *(?P<g3>\\d+) *Bytes *\\->(?: *(?P<g4>(?:cudaMemcpy\\w*|RMA proxy \\+ CE))| *Kernel *(?P<g5>\\S+) *nchannels *(?P<g6>\\d+) *nthreads *(?P<g7>\\d+)(?: *nWorks *(?P<g8>\\d+))?| *Algo(?: *(?P<g9>[A-Z][A-Z0-9_]*)| *(?P<g10>\\d+)) *proto(?: *(?P<g11>[A-Z][A-Z0-9_]*)| *(?P<g12>\\d+))(?: *time *(?P<g13>-?\\d+\\.\\d+(?:e[+-]?\\d+)?))?(?: *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g14>\\d+) *\\.\\. *(?P<g15>\\d+) *\\})?)$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="mode",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="bytes",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="copy",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="kernel",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="nchannels",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nthreads",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nworks",
+                groups=("g8",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="algorithm",
+                groups=(
+                    "g9",
+                    "g10",
+                ),
+                convert="text",
+                mixed=(
+                    "text",
+                    "int",
+                ),
+            ),
+            FieldPattern(
+                name="protocol",
+                groups=(
+                    "g11",
+                    "g12",
+                ),
+                convert="text",
+                mixed=(
+                    "text",
+                    "int",
+                ),
+            ),
+            FieldPattern(
+                name="time",
+                groups=("g13",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="channel_lo",
+                groups=("g14",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="channel_hi",
+                groups=("g15",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:A",
+            "c:a",
+        ),
     ),
     KindPattern(
         kind="nvls_team_unavailable",
@@ -335,23 +1666,31 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:Multicast",),
     ),
     KindPattern(
-        kind="no_nvml_handle",
-        pattern="^(?P<ok>) *No NVML device handle\\. Skipping nvlink detection\\.$",
-        fields=(),
-        leads=("w:No",),
-    ),
-    KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *Set CPU affinity : *unable to find GPU/CPU for rank *(?P<g1>-?\\d+)$",
+        kind="nvls_bind_failed",
+        pattern="^(?P<ok>) *Failed to bind NVLink SHARP \\(NVLS\\) Multicast memory of size *(?P<g1>\\d+) *: *CUDA error *(?P<g2>\\d+) *' *(?P<g3>[^']+) *' *\\.(?: *Proceeding without NVLS support\\.(?P<g4>))?$",
         fields=(
             FieldPattern(
-                name="rank",
+                name="size",
                 groups=("g1",),
                 convert="int",
             ),
+            FieldPattern(
+                name="cuda_error",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="error_text",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="proceeding",
+                groups=("g4",),
+                convert="flag",
+            ),
         ),
-        leads=("w:Set",),
-        alternative=1,
+        leads=("w:Failed",),
     ),
     KindPattern(
         kind="ras_event",
@@ -359,6 +1698,18 @@ KINDS: tuple[KindPattern, ...] = (
         fields=(),
         leads=("w:Continuing",),
         alternative=2,
+    ),
+    KindPattern(
+        kind="no_nvml_handle",
+        pattern="^(?P<ok>) *No NVML device handle\\. Skipping nvlink detection\\.$",
+        fields=(),
+        leads=("w:No",),
+    ),
+    KindPattern(
+        kind="collnet_unsupported",
+        pattern="^(?P<ok>) *CollNet is not supported or fails to initialize, *ignoring NCCL_ALGO=COLLNET$",
+        fields=(),
+        leads=("w:CollNet",),
     ),
     KindPattern(
         kind="topo_error",
@@ -379,24 +1730,6 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=7,
     ),
     KindPattern(
-        kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in rank count from procs *(?P<g1>\\d+) *: *(?P<g2>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="nranks",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_nranks",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Bootstrap",),
-        alternative=1,
-    ),
-    KindPattern(
         kind="usage_error",
         pattern="^(?P<ok>) *Split shares resources, but parent comm netName *(?P<g1>[^\\s,()]+) *is different from child comm netName *(?P<g2>[^\\s,()]+)$",
         fields=(
@@ -415,8 +1748,21 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=8,
     ),
     KindPattern(
+        kind="duplicate_gpu",
+        pattern="^(?P<ok>) *Multiple [Rr]anks (?:detected using|are using) the same GPU *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="detail",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Multiple",),
+        alternative=1,
+    ),
+    KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *Socket recv failed while polling for opId= *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\))$",
+        pattern="^(?P<ok>) *Socket recv failed while polling for opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="op_id",
@@ -426,69 +1772,6 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:Socket",),
         alternative=3,
-    ),
-    KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *improper usage of ncclCommInitRank: *nId = *(?P<g1>-?\\d+) *, *nranks= *(?P<g2>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="count",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:improper",),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="cpu_affinity",
-        pattern="^(?P<ok>) *ncclTopoGetCpuAffinity: *Affinity for GPU *(?P<g1>\\d+) *is(?: *(?P<g2>[0-9][0-9,\\-]*)| *empty, ignoring(?P<g3>)) *\\. *\\(GPU affinity =(?: *(?P<g4>[0-9][0-9,\\-]*))? *; *CPU affinity =(?: *(?P<g5>[0-9][0-9,\\-]*))? *\\)\\.$",
-        fields=(
-            FieldPattern(
-                name="gpu",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="affinity",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="empty",
-                groups=("g3",),
-                convert="flag",
-            ),
-            FieldPattern(
-                name="gpu_affinity",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="cpu_affinity",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("w:ncclTopoGetCpuAffinity",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *Error : *could not find CPU close to GPU *(?P<g1>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="gpu",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Error",),
     ),
     KindPattern(
         kind="version_mismatch",
@@ -514,8 +1797,57 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
+        kind="bootstrap_unexpected_connections",
+        pattern="^(?P<ok>) *Unexpected connections are not empty\\.?$",
+        fields=(),
+        leads=("w:Unexpected",),
+    ),
+    KindPattern(
+        kind="algo_matrix",
+        pattern="^(?P<ok>) *Enabled NCCL Func/Proto/Algo Matrix:(?: *(?P<g1>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="matrix",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Enabled",),
+    ),
+    KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *Legacy IPC cleanup callback failed *comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *\\( *rank = *(?P<g2>-?\\d+) *\\) *cb *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\))$",
+        pattern="^(?P<ok>) *improper usage of ncclCommInitRank: *nId = *(?P<g1>-?\\d+) *, *nranks= *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="count",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:improper",),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="rank_error",
+        pattern="^(?P<ok>) *Attempt to use communicator before *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="detail",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Attempt",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="usage_error",
+        pattern="^(?P<ok>) *Legacy IPC cleanup callback failed *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g2>-?\\d+) *\\) *cb *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -535,46 +1867,6 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:Legacy",),
         alternative=10,
-    ),
-    KindPattern(
-        kind="bootstrap_unexpected_connections",
-        pattern="^(?P<ok>) *Unexpected connections are not empty\\.?$",
-        fields=(),
-        leads=("w:Unexpected",),
-    ),
-    KindPattern(
-        kind="version_mismatch",
-        pattern="^(?P<ok>) *Mismatched NCCL version detected *: *rank *(?P<g1>-?\\d+) *version *(?P<g2>\\d+) *rank *(?P<g3>-?\\d+) *version *(?P<g4>[^\\s,()]+)$",
-        fields=(
-            FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="version",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_version",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Mismatched",),
-    ),
-    KindPattern(
-        kind="mnnvl_unavailable",
-        pattern="^(?P<ok>) *MNNVL *is not supported on this system$",
-        fields=(),
-        leads=("w:MNNVL",),
-        alternative=1,
     ),
     KindPattern(
         kind="dma_buf_available",
@@ -632,45 +1924,67 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=9,
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *UDS: Creating service thread *comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g2>-?\\d+)(?: *pidHash *(?P<g3>[0-9a-fA-F]+))?$",
+        kind="topo_error",
+        pattern="^(?P<ok>) *Could not open XML (?:topology|graph) file  *(?P<g1>\\S+)  *: *(?P<g2>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
-                name="comm",
+                name="xml_path",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="rank",
+                name="error",
                 groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="pid_hash_hex",
-                groups=("g3",),
-                convert="hex",
+                convert="text",
             ),
         ),
-        leads=("w:UDS",),
-        alternative=8,
+        leads=("w:Could",),
+        alternative=2,
     ),
     KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *ncclCommSetAsyncError: *error comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *sets state *(?P<g2>\\d+)$",
+        kind="shm_error",
+        pattern="^(?P<ok>) *Unable to allocate shared memory *\\( *(?P<g1>\\d+) *bytes *\\) *: *(?P<g2>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
-                name="comm",
+                name="size",
                 groups=("g1",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="code",
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Unable",),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="version_mismatch",
+        pattern="^(?P<ok>) *Mismatched NCCL version detected *: *rank *(?P<g1>-?\\d+) *version *(?P<g2>\\d+) *rank *(?P<g3>-?\\d+) *version *(?P<g4>[^\\s,()]+)$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="version",
                 groups=("g2",),
                 convert="int",
             ),
+            FieldPattern(
+                name="peer_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_version",
+                groups=("g4",),
+                convert="text",
+            ),
         ),
-        leads=("w:ncclCommSetAsyncError",),
-        alternative=5,
+        leads=("w:Mismatched",),
     ),
     KindPattern(
         kind="usage_error",
@@ -683,6 +1997,24 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:Invalid",),
+    ),
+    KindPattern(
+        kind="p2p_error",
+        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?\\d+)(?: *(?P<g2>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="code",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cuda_error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:failed",),
+        alternative=2,
     ),
     KindPattern(
         kind="p2p_not_supported",
@@ -725,54 +2057,27 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:ncclTopoPopulateNics",),
     ),
     KindPattern(
-        kind="cuda_library_error",
-        pattern="^(?P<ok>) *cuDriverGetVersion *failed with *(?P<g1>\\d+)$",
+        kind="proxy_event",
+        pattern="^(?P<ok>) *UDS: Creating service thread *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?\\d+)(?: *pidHash *(?P<g3>[0-9a-fA-F]+))?$",
         fields=(
             FieldPattern(
-                name="code",
+                name="comm",
                 groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:cuDriverGetVersion",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="ib_virtual_device",
-        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>\\d+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>\\d+) *ndevs= *(?P<g4>\\d+)(?: *rail= *(?P<g5>\\d+) *plane= *(?P<g6>\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="index",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="name",
-                groups=("g2",),
                 convert="text",
             ),
             FieldPattern(
-                name="speed",
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="pid_hash_hex",
                 groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ndevs",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="rail",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="plane",
-                groups=("g6",),
-                convert="int",
+                convert="hex",
             ),
         ),
-        leads=("w:NET",),
+        leads=("w:UDS",),
+        alternative=8,
     ),
     KindPattern(
         kind="pxn_disabled_plugin",
@@ -805,43 +2110,121 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=9,
     ),
     KindPattern(
-        kind="duplicate_gpu",
-        pattern="^(?P<ok>) *Duplicate GPU detected *: *rank *(?P<g1>-?\\d+) *and *rank *(?P<g2>-?\\d+) *both on CUDA device *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)$",
+        kind="cuda_library_error",
+        pattern="^(?P<ok>) *Failed to find CUDA library *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
-                name="rank",
+                name="detail",
                 groups=("g1",),
-                convert="int",
+                convert="text",
             ),
+        ),
+        leads=("w:Failed",),
+    ),
+    KindPattern(
+        kind="collnet_unsupported",
+        pattern="^(?P<ok>) *Cannot initialize CollNet, *using *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
             FieldPattern(
-                name="peer_rank",
-                groups=("g2",),
+                name="fallback_text",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Cannot",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="p2p_error",
+        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>\\d+)(?: *\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\))? *: *(?P<g3>-?\\d+)(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="peer_dev",
+                groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
                 name="bus_id",
-                groups=("g3",),
+                groups=("g2",),
                 convert="busid",
             ),
+            FieldPattern(
+                name="code",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cuda_error",
+                groups=("g4",),
+                convert="text",
+            ),
         ),
-        leads=("w:Duplicate",),
+        leads=("w:failed",),
     ),
     KindPattern(
-        kind="message_truncated",
-        pattern="^(?P<ok>) *Message truncated *: *received *(?P<g1>\\d+)(?: *, *\\d+)?? *bytes instead of *(?P<g2>\\d+)(?: *, *\\d+)?$",
+        kind="proxy_event",
+        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>\\d+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
-                name="received",
+                name="code_location",
                 groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code_func",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="pointer",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g4",),
                 convert="int",
             ),
             FieldPattern(
-                name="expected",
+                name="ipc_desc",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:#",
+            "c:+",
+            "c:-",
+            "c:.",
+            "c:/",
+            "c:A",
+            "c:_",
+            "c:a",
+            "w:Allocated",
+        ),
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *mkstemp: Failed to create *(?P<g1>[^\\s,()]+) *, *error: *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g3>-?\\d+) *\\))? *\\- *retrying$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error_text",
                 groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g3",),
                 convert="int",
             ),
         ),
-        leads=("w:Message",),
+        leads=("w:mkstemp",),
+        alternative=9,
     ),
     KindPattern(
         kind="nvls_support",
@@ -866,31 +2249,27 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:NVLS",),
     ),
     KindPattern(
-        kind="no_transport",
-        pattern="^(?P<ok>) *No transport found *for *rank *(?P<g1>-?\\d+) *\\[ *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\] *\\-> *rank *(?P<g3>-?\\d+) *\\[ *(?P<g4>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\]$",
+        kind="proxy_event",
+        pattern="^(?P<ok>) *proxy listening socket at *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
-                name="rank",
+                name="address_text",
                 groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bus_id",
-                groups=("g2",),
-                convert="busid",
-            ),
-            FieldPattern(
-                name="peer_rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_bus_id",
-                groups=("g4",),
-                convert="busid",
+                convert="text",
             ),
         ),
-        leads=("w:No",),
+        leads=("w:proxy",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="collnet_chains",
+        pattern="^(?P<ok>) *(?:Connected )?Collnet Chains(?:(?: *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+)?$",
+        fields=(),
+        leads=(
+            "w:Collnet",
+            "w:Connected",
+        ),
+        guard=True,
     ),
     KindPattern(
         kind="ib_sideband_interface",
@@ -903,6 +2282,23 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="cpu_affinity",
+        pattern="^(?P<ok>) *Setting affinity for GPU *(?P<g1>\\d+) *to *(?P<g2>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="gpu",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="affinity_mask",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Setting",),
     ),
     KindPattern(
         kind="p2p_legacy_ipc",
@@ -918,26 +2314,54 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=2,
     ),
     KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *ncclAsyncJobComplete: *job *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *failed *, *job error *(?P<g2>\\d+)$",
+        kind="shm_error",
+        pattern="^(?P<ok>) *munmap of shared memory(?: *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g2>\\d+))? *failed(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?$",
         fields=(
             FieldPattern(
-                name="pointer",
+                name="address",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="code",
+                name="size",
                 groups=("g2",),
                 convert="int",
             ),
+            FieldPattern(
+                name="error_text",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g4",),
+                convert="int",
+            ),
         ),
-        leads=("w:ncclAsyncJobComplete",),
-        alternative=6,
+        leads=("w:munmap",),
+        alternative=7,
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *shm_open failed to open *(?P<g1>[^\\s,()]+) *: *(?P<g2>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:shm_open",),
+        alternative=5,
     ),
     KindPattern(
         kind="interface_speed",
-        pattern="^(?P<ok>) *Found network interface *(?P<g1>\\S+?)with speed *(?P<g2>\\d+) *Mbps$",
+        pattern="^(?P<ok>) *Found network interface *(?P<g1>\\S+?) *with speed *(?P<g2>\\d+) *Mbps$",
         fields=(
             FieldPattern(
                 name="interface",
@@ -952,12 +2376,6 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:Found",),
         alternative=1,
-    ),
-    KindPattern(
-        kind="ib_no_device",
-        pattern="^(?P<ok>) *NET/IB *: *No device found\\.$",
-        fields=(),
-        leads=("w:NET",),
     ),
     KindPattern(
         kind="gdrcopy_enabled",
@@ -975,6 +2393,66 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:GDRCOPY",),
+    ),
+    KindPattern(
+        kind="cpu_affinity",
+        pattern="^(?P<ok>) *ncclTopoGetCpuAffinity: *Affinity for GPU *(?P<g1>\\d+) *is(?: *(?P<g2>[0-9][0-9,\\-]*)| *empty, ignoring(?P<g3>)) *\\. *\\(GPU affinity =(?: *(?P<g4>[0-9][0-9,\\-]*))? *; *CPU affinity =(?: *(?P<g5>[0-9][0-9,\\-]*))? *\\)\\.$",
+        fields=(
+            FieldPattern(
+                name="gpu",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="affinity",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="empty",
+                groups=("g3",),
+                convert="flag",
+            ),
+            FieldPattern(
+                name="gpu_affinity",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="cpu_affinity",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=("w:ncclTopoGetCpuAffinity",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="p2p_disabled",
+        pattern="^(?P<ok>) *P2P is disabled between(?: *NVLINK(?P<g1>))?? *connected GPUs *(?P<g2>\\d+) *and *(?P<g3>\\d+) *\\.(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="nvlink_flag",
+                groups=("g1",),
+                convert="flag",
+            ),
+            FieldPattern(
+                name="gpu_a",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="gpu_b",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="advice",
+                groups=("g4",),
+                convert="text",
+            ),
+        ),
+        leads=("w:P2P",),
     ),
     KindPattern(
         kind="bootstrap_timings",
@@ -1014,62 +2492,22 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:Bootstrap",),
     ),
     KindPattern(
-        kind="rank_error",
-        pattern="^(?P<ok>) *Invalid rank requested *: *(?P<g1>-?\\d+) */ *(?P<g2>\\d+)$",
+        kind="usage_error",
+        pattern="^(?P<ok>) *ncclCommSetAsyncError: *error comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *sets state *(?P<g2>\\d+)$",
         fields=(
             FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Invalid",),
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *proxyProgressAsync *opId= *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *op\\.type= *(?P<g2>\\d+) *op\\.reqBuff= *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\)) *op\\.respSize= *(?P<g4>-?\\d+) *done$",
-        fields=(
-            FieldPattern(
-                name="op_id",
+                name="comm",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="op_type",
+                name="code",
                 groups=("g2",),
                 convert="int",
             ),
-            FieldPattern(
-                name="req_buff",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="resp_size",
-                groups=("g4",),
-                convert="int",
-            ),
         ),
-        leads=("w:proxyProgressAsync",),
-        alternative=12,
-    ),
-    KindPattern(
-        kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *localId *(?P<g1>\\d+) *is out of range$",
-        fields=(
-            FieldPattern(
-                name="local_id",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Bootstrap",),
-        alternative=3,
+        leads=("w:ncclCommSetAsyncError",),
+        alternative=5,
     ),
     KindPattern(
         kind="usage_error",
@@ -1090,57 +2528,47 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=9,
     ),
     KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *invalid device count *\\( *(?P<g1>-?\\d+) *\\) *requested$",
+        kind="socket_handshake_magic",
+        pattern="^(?P<ok>) *Socket handshake magic *(?P<g1>0x[0-9a-fA-F]+) *\\( *(?P<g2>[^)\\s](?:[^)]*[^)\\s])?) *\\)$",
         fields=(
             FieldPattern(
-                name="count",
+                name="magic",
                 groups=("g1",),
-                convert="int",
+                convert="hex",
             ),
-        ),
-        leads=("w:invalid",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="p2p_chunksize",
-        pattern="^(?P<ok>) *P2P Chunksize set to *(?P<g1>\\d+)$",
-        fields=(
             FieldPattern(
-                name="chunksize",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:P2P",),
-    ),
-    KindPattern(
-        kind="interface_speed",
-        pattern="^(?P<ok>) *Could not get speed(?: *for interface| *from) *(?P<g1>\\S+?)\\. *Defaulting to *(?P<g2>\\d+) *Gbps *\\.$",
-        fields=(
-            FieldPattern(
-                name="interface",
-                groups=("g1",),
+                name="magic_source",
+                groups=("g2",),
                 convert="text",
             ),
+        ),
+        leads=("w:Socket",),
+    ),
+    KindPattern(
+        kind="duplicate_gpu",
+        pattern="^(?P<ok>) *Duplicate GPU detected *: *rank *(?P<g1>-?\\d+) *and *rank *(?P<g2>-?\\d+) *both on CUDA device *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)$",
+        fields=(
             FieldPattern(
-                name="default_gbps",
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_rank",
                 groups=("g2",),
                 convert="int",
             ),
+            FieldPattern(
+                name="bus_id",
+                groups=("g3",),
+                convert="busid",
+            ),
         ),
-        leads=("w:Could",),
+        leads=("w:Duplicate",),
     ),
     KindPattern(
-        kind="no_transport",
-        pattern="^(?P<ok>) *No transport found *!$",
-        fields=(),
-        leads=("w:No",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *rank *(?P<g1>-?\\d+) *of *(?P<g2>\\d+) *ranks has already checked in$",
+        kind="rank_error",
+        pattern="^(?P<ok>) *Invalid rank requested *: *(?P<g1>-?\\d+) */ *(?P<g2>\\d+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -1149,1077 +2577,11 @@ KINDS: tuple[KindPattern, ...] = (
             ),
             FieldPattern(
                 name="nranks",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Bootstrap",),
-    ),
-    KindPattern(
-        kind="threads_per_block",
-        pattern="^(?P<ok>) *Threads per block *:(?P<g1> *\\d+ */ *\\d+ */ *\\d+)$",
-        fields=(
-            FieldPattern(
-                name="threads",
-                groups=("g1",),
-                convert="int",
-                items=("(\\d+)",),
-            ),
-        ),
-        leads=("w:Threads",),
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *Connected to proxy(?: *localRank *(?P<g1>\\d+)| *tpRank *(?P<g2>\\d+)) *\\-> *connection *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\))$",
-        fields=(
-            FieldPattern(
-                name="local_rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="tp_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="connection_ptr",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Connected",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="cuda_driver_version",
-        pattern="^(?P<ok>) *cudaDriverVersion *(?P<g1>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="cuda_driver",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:cudaDriverVersion",),
-    ),
-    KindPattern(
-        kind="alloc_failed",
-        pattern="^(?P<ok>) *Allocation failed(?: *at *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="alloc_at",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Allocation",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="git_version",
-        pattern="^(?P<ok>) *NCCL git version *(?P<g1>\\S+) *(?P<g2>\\S+)$",
-        fields=(
-            FieldPattern(
-                name="git_branch",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="git_describe",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NCCL",),
-    ),
-    KindPattern(
-        kind="socket_threads",
-        pattern="^(?P<ok>) *NET/Socket *: *Using *(?P<g1>\\d+) *threads and *(?P<g2>\\d+) *sockets per thread$",
-        fields=(
-            FieldPattern(
-                name="threads",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="sockets_per_thread",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="no_interface_found",
-        pattern="^(?P<ok>) *no device found  *(?P<g1>(?:after\\ excluding|matching)) *(?P<g2>[^\\s,]+)(?: *, *(?:verify|ignoring).*)?$",
-        fields=(
-            FieldPattern(
-                name="filter_how",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="filter",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:no",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="ib_device_error",
-        pattern="^(?P<ok>) *NET/IB *: *Unable to *(?P<g1>(?:query|open)) *(?:port_num|device|port) *(?P<g2>[^\\s:]+)$",
-        fields=(
-            FieldPattern(
-                name="action",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="device",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="channel_limit",
-        pattern="^(?P<ok>) *User asked for a *(?P<g1>(?:maximum|minimum)) *of *(?P<g2>\\d+) *channels,(?: *setting it to| *limiting to) *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="bound",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="requested",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="limit",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("w:User",),
-    ),
-    KindPattern(
-        kind="thread_thresholds",
-        pattern="^(?P<ok>) *threadThresholds(?P<g1> *\\d+ */ *\\d+ */ *\\d+) *\\|(?P<g2> *\\d+ */ *\\d+ */ *\\d+)(?: *\\|(?:(?P<g3> *\\d+ */ *\\d+ */ *\\d+)| *(?P<g4>\\d+) *\\| *(?P<g5>\\d+)))?$",
-        fields=(
-            FieldPattern(
-                name="tree",
-                groups=("g1",),
-                convert="int",
-                items=("(\\d+)",),
-            ),
-            FieldPattern(
-                name="ring",
-                groups=("g2",),
-                convert="int",
-                items=("(\\d+)",),
-            ),
-            FieldPattern(
-                name="collnet",
-                groups=("g3",),
-                convert="int",
-                items=("(\\d+)",),
-            ),
-            FieldPattern(
-                name="collnet_direct",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="collnet_chain",
-                groups=("g5",),
-                convert="int",
-            ),
-        ),
-        leads=("w:threadThresholds",),
-    ),
-    KindPattern(
-        kind="topo_load",
-        pattern="^(?P<ok>) *Loading topology *(?P<g1>[^\\s)]+)$",
-        fields=(
-            FieldPattern(
-                name="name",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Loading",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="mnnvl_rack",
-        pattern="^(?P<ok>) *MNNVL *rack serial *(?P<g1>\\S+) *slot *(?P<g2>\\d+) *tray *(?P<g3>\\d+) *hostId *(?P<g4>\\d+) *peerType *(?P<g5>\\d+) *moduleId *(?P<g6>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="rack_serial",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="slot",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="tray",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="host_id",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_type",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="module_id",
-                groups=("g6",),
-                convert="int",
-            ),
-        ),
-        leads=("w:MNNVL",),
-    ),
-    KindPattern(
-        kind="collnet_disabled",
-        pattern="^(?P<ok>) *Communicator has *(?P<g1>\\d+) *nodes which is less than CollNet node threshold *(?P<g2>\\d+) *, *disabling CollNet$",
-        fields=(
-            FieldPattern(
-                name="nnodes",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="threshold",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Communicator",),
-    ),
-    KindPattern(
-        kind="bootstrap_oob_net",
-        pattern="^(?P<ok>) *Bootstrap *: *Using *(?P<g1>[^\\s:\\[\\]<>]+): *(?P<g2>\\d+$)$",
-        fields=(
-            FieldPattern(
-                name="name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="oob_port",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Bootstrap",),
-    ),
-    KindPattern(
-        kind="cpu_mixed",
-        pattern="^(?P<ok>) *CPUs with mixed *(?P<g1>(?:architecture|vendors)) *were detected\\.$",
-        fields=(
-            FieldPattern(
-                name="mixed",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:CPUs",),
-    ),
-    KindPattern(
-        kind="bootstrap_split",
-        pattern="^(?P<ok>) *bootstrapSplit:(?: *comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *parent *(?P<g2>0x[0-9a-fA-F]+|\\(nil\\)))? *rank *(?P<g3>-?\\d+) *nranks *(?P<g4>\\d+) *color *(?P<g5>-?\\d+) *key *(?P<g6>-?\\d+) *prev *(?P<g7>-?\\d+) *next *(?P<g8>-?\\d+) *\\- *DONE$",
-        fields=(
-            FieldPattern(
-                name="comm",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="parent",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="color",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="key",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="prev",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="next",
-                groups=("g8",),
-                convert="int",
-            ),
-        ),
-        leads=("w:bootstrapSplit",),
-    ),
-    KindPattern(
-        kind="graph_loading",
-        pattern="^(?P<ok>) *Loading graphs(?: |$)(?: *for topology *(?P<g1>[^\\s)]+))?$",
-        fields=(
-            FieldPattern(
-                name="name",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Loading",),
-    ),
-    KindPattern(
-        kind="p2p_type_check",
-        pattern="^(?P<ok>) *Check P2P Type(?: *intraNodeP2pSupport *(?P<g1>\\d+)| *isAllDirectP2p *(?P<g2>\\d+)) *directMode *(?P<g3>\\d+)(?: *isAllCudaP2p *(?P<g4>\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="intra_node_p2p",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="all_direct_p2p",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="direct_mode",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="all_cuda_p2p",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Check",),
-    ),
-    KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *Unable to open *(?P<g1>[^\\s,]+), *not dumping topology\\.$",
-        fields=(
-            FieldPattern(
-                name="dump_path",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Unable",),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="comm_destroyed",
-        pattern="^(?P<ok>) *Destroyed comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g2>-?\\d+)$",
-        fields=(
-            FieldPattern(
-                name="comm",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Destroyed",),
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>\\d+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_]\\w*) *from rank *(?P<g3>-?\\d+) *, *retcode *(?P<g4>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="tp_rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="operation_name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-    ),
-    KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *Invalid device *(?P<g1>-?\\d+) *\\( *totalnDev= *(?P<g2>-?\\d+) *\\)$",
-        fields=(
-            FieldPattern(
-                name="device",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="count",
                 groups=("g2",),
                 convert="int",
             ),
         ),
         leads=("w:Invalid",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="connected_all",
-        pattern="^(?P<ok>) *Connected all *(?P<g1>(?:rings|trees))(?: *, *use ring PXN *(?P<g2>\\d+) *GDR *(?P<g3>\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="what",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="pxn",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="gdr",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Connected",),
-    ),
-    KindPattern(
-        kind="version_banner",
-        pattern="^(?P<ok>) *NCCL version *(?P<g1>\\d+\\.\\d+\\.\\d+[\\w.~-]*) *\\+cuda(?: *(?P<g2>\\d+\\.\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="nccl_version",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="cuda_version",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NCCL",),
-    ),
-    KindPattern(
-        kind="version_banner",
-        pattern="^(?P<ok>) *NCCL version *(?P<g1>\\d+\\.\\d+\\.\\d+[\\w.~-]*) *\\+cuda *CUDA_MAJOR\\.CUDA_MINOR$",
-        fields=(
-            FieldPattern(
-                name="nccl_version",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NCCL",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="plugin_path",
-        pattern="^(?P<ok>) *Plugin Path *: *(?P<g1>\\S+)$",
-        fields=(
-            FieldPattern(
-                name="library_path",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Plugin",),
-    ),
-    KindPattern(
-        kind="topo_system",
-        pattern="^(?P<ok>) *=== System :(?: *maxWidth| *maxBw)(?: *(?P<g1>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g2>\\d+))(?: *maxSpeed *(?P<g3>\\d+))??(?:(?: *totalWidth| *totalBw)(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)))? *===$",
-        fields=(
-            FieldPattern(
-                name="max_bw",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="float",
-                mixed=(
-                    "float",
-                    "int",
-                ),
-            ),
-            FieldPattern(
-                name="max_speed",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="total_bw",
-                groups=(
-                    "g4",
-                    "g5",
-                ),
-                convert="float",
-                mixed=(
-                    "float",
-                    "int",
-                ),
-            ),
-        ),
-        leads=("c:=",),
-    ),
-    KindPattern(
-        kind="init_timings",
-        pattern="^(?P<ok>) *Init timings(?: *\\- *(?P<g1>nccl\\w+))??: *rank *(?P<g2>-?\\d+) *nranks *(?P<g3>\\d+) *total *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\( *kernels *(?P<g5>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *,(?: *alloc *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *,)?? *bootstrap *(?P<g7>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *allgathers *(?P<g8>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *topo *(?P<g9>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *graphs *(?P<g10>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *connections *(?P<g11>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *rest *(?P<g12>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\)$",
-        fields=(
-            FieldPattern(
-                name="timing_api",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="total",
-                groups=("g4",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="kernels",
-                groups=("g5",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="alloc",
-                groups=("g6",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="bootstrap",
-                groups=("g7",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="allgathers",
-                groups=("g8",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="topo",
-                groups=("g9",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="graphs",
-                groups=("g10",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="connections",
-                groups=("g11",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="rest",
-                groups=("g12",),
-                convert="float",
-            ),
-        ),
-        leads=("w:Init",),
-    ),
-    KindPattern(
-        kind="comm_config",
-        pattern="^(?P<ok>) *Comm config *(?P<g1>\\S+) *reset to *(?P<g2>[A-Z][A-Z0-9_]*=\\S*)$",
-        fields=(
-            FieldPattern(
-                name="field",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="env_assignment",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Comm",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="socket_message_truncated",
-        pattern="^(?P<ok>) *NET/Socket *:(?: *peer *(?P<g1>[^\\s<>]+)< *(?P<g2>\\d+) *>)?? *message truncated *: *receiving *(?P<g3>\\d+) *bytes instead of *(?P<g4>\\d+)(?: *\\.(?: If you believe.*)?$)?$",
-        fields=(
-            FieldPattern(
-                name="peer",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="received",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="expected",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="launch_mode",
-        pattern="^(?P<ok>) *Launch mode *(?P<g1>(?:Parallel|Group)(?:\\/CGMD)?)$",
-        fields=(
-            FieldPattern(
-                name="launch_mode",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Launch",),
-    ),
-    KindPattern(
-        kind="mnnvl_fabric",
-        pattern="^(?P<ok>) *MNNVL *busId *(?P<g1>0x[0-9a-fA-F]+) *fabric UUID *(?P<g2>[0-9a-fA-F]+\\.[0-9a-fA-F]+) *cliqueId(?: *(?P<g3>0x[0-9a-fA-F]+)| *(?P<g4>[0-9a-fA-F]+)) *state *(?P<g5>\\d+) *healthMask *(?P<g6>0x[0-9a-fA-F]+)$",
-        fields=(
-            FieldPattern(
-                name="bus_id",
-                groups=("g1",),
-                convert="busid",
-            ),
-            FieldPattern(
-                name="fabric_uuid",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="clique_id",
-                groups=(
-                    "g3",
-                    "g4",
-                ),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="state",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="health_mask",
-                groups=("g6",),
-                convert="hex",
-            ),
-        ),
-        leads=("w:MNNVL",),
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *resp\\.opId= *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *matches expected opId= *(?P<g2>0x[0-9a-fA-F]+|\\(nil\\))$",
-        fields=(
-            FieldPattern(
-                name="op_id",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="expected_op_id",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:resp",),
-        alternative=10,
-    ),
-    KindPattern(
-        kind="connected",
-        pattern="^(?P<ok>) *Connected *(?P<g1>(?:collnet\\ \\+\\ chain|binomial\\ trees|NVLS\\ tree|CollNet))$",
-        fields=(
-            FieldPattern(
-                name="what_other",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Connected",),
-    ),
-    KindPattern(
-        kind="nvls_comm",
-        pattern="^(?P<ok>) *NVLS comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\))(?: *headRank *(?P<g2>-?\\d+) *nHeads *(?P<g3>\\d+)(?: *nvlsRanks *(?P<g4>\\d+))?| *rank *(?P<g5>-?\\d+) *nranks *(?P<g6>\\d+)) *buffSize *(?P<g7>\\d+)(?: *memSize *(?P<g8>\\d+))?? *nvlsPerRankSize *(?P<g9>\\d+) *nvlsTotalSize *(?P<g10>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="comm",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="head_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nheads",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nvls_ranks",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="buff_size",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="mem_size",
-                groups=("g8",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nvls_per_rank_size",
-                groups=("g9",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nvls_total_size",
-                groups=("g10",),
-                convert="int",
-            ),
-        ),
-        leads=("w:NVLS",),
-    ),
-    KindPattern(
-        kind="p2p_error",
-        pattern="^(?P<ok>) *malloc of *(?P<g1>\\d+) *bytes failed$",
-        fields=(
-            FieldPattern(
-                name="size",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:malloc",),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="alloc_failed",
-        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:CUDA\\ calloc\\ async|CUDA\\ host\\ alloc|CUDA\\ calloc|CUDA\\ malloc|malloc)) *(?P<g2>\\d+) *bytes$",
-        fields=(
-            FieldPattern(
-                name="allocator",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Failed",),
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *New proxy *(?P<g1>(?:send|recv)) *connection *(?P<g2>\\d+) *from local rank *(?P<g3>\\d+) *, *transport *(?P<g4>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="direction",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="connection",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="local_rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="transport",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:New",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:WSAPoll|Accept|create|Poll|set)) *CUDA context on device *(?P<g2>-?\\d+)$",
-        fields=(
-            FieldPattern(
-                name="call",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="device",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Failed",),
-        alternative=12,
-    ),
-    KindPattern(
-        kind="ib_device_detail",
-        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>\\d+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>\\d+) */ *(?P<g5>[A-Za-z][\\w-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>\\d+) *context= *(?P<g8>0x[0-9a-fA-F]+|\\(nil\\)) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>\\d+)(?: *oooRqSize= *(?P<g11>\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="index",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="uverbs",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="port",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="link_layer",
-                groups=("g5",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="provider",
-                groups=("g6",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="speed",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="context",
-                groups=("g8",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="pci_path",
-                groups=("g9",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="adaptive_routing",
-                groups=("g10",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ooo_rq_size",
-                groups=("g11",),
-                convert="int",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="nic_distance",
-        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>\\d+)(?: *\\[ *(?P<g2>\\d+) *\\])?? *, *(?P<g3>[^\\s,]+)  *NIC distance *:(?P<g4>(?: *\\S+)*)$",
-        fields=(
-            FieldPattern(
-                name="cuda_dev",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nvml_dev",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="net_name",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="distances",
-                groups=("g4",),
-                convert="text",
-                items=(" *(\\S+)",),
-            ),
-        ),
-        leads=("w:CUDA",),
-    ),
-    KindPattern(
-        kind="nic_distance",
-        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>\\d+) *, *(?:IP\\ Interfaces|IB\\ Ports) *:(?P<g2>(?: *\\S+)*)$",
-        fields=(
-            FieldPattern(
-                name="cuda_dev",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="distances",
-                groups=("g2",),
-                convert="text",
-                items=(" *(\\S+)",),
-            ),
-        ),
-        leads=("w:CUDA",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="plugin_assigned",
-        pattern="^(?P<ok>) *Assigned *(?P<g1>(?:NET|GIN|RMA)) *plugin *(?P<g2>\\S+) *to comm$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="plugin_name",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Assigned",),
-    ),
-    KindPattern(
-        kind="plugin_unsupported",
-        pattern="^(?P<ok>) *External *(?P<g1>(?:net|coll|collnet|gin|rma|network|tuner|profiler|env))  *plugin *(?P<g2>\\S+) *is unsupported$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="plugin_name",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:External",),
-    ),
-    KindPattern(
-        kind="cuda_library_error",
-        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_]\\w*)(?: *version *(?P<g2>\\d+))?? *failed with *(?P<g3>\\d+)(?: *status *(?P<g4>-?\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="symbol",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="version",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="status",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Retrieve",),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="ring_order",
-        pattern="^(?P<ok>) *Channel *(?P<g1>\\d+)(?: */ *(?P<g2>\\d+))?? *:(?P<g3>(?: *\\d+)+)(?: *\\.\\.\\.(?P<g4>))?$",
-        fields=(
-            FieldPattern(
-                name="channel",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nchannels",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ranks",
-                groups=("g3",),
-                convert="int",
-                items=(" *(\\d+)",),
-            ),
-            FieldPattern(
-                name="truncated",
-                groups=("g4",),
-                convert="flag",
-            ),
-        ),
-        leads=("w:Channel",),
-        alternative=1,
     ),
     KindPattern(
         kind="collnet_channel",
@@ -2281,559 +2643,1017 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("c:A",),
     ),
     KindPattern(
-        kind="graph_pattern",
-        pattern="^(?P<ok>) *Pattern *(?P<g1>\\d+) *, *crossNic *(?P<g2>\\d+) *, *nChannels *(?P<g3>\\d+) *,(?: *speed| *bw)(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */(?: *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g7>\\d+)) *,(?: *nvlink *(?P<g8>\\d+) *,)? *type(?: *(?P<g9>[A-Z][A-Z0-9_]*) */ *(?P<g10>[A-Z][A-Z0-9_]*)| *(?P<g11>\\d+)) *, *sameChannels *(?P<g12>\\d+)$",
+        kind="topo_load",
+        pattern="^(?P<ok>) *Loading topology file  *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
-                name="pattern",
+                name="file",
                 groups=("g1",),
-                convert="int",
+                convert="text",
+            ),
+        ),
+        leads=("w:Loading",),
+    ),
+    KindPattern(
+        kind="usage_error",
+        pattern="^(?P<ok>) *ncclAsyncJobComplete: *job *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *failed *, *job error *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="pointer",
+                groups=("g1",),
+                convert="text",
             ),
             FieldPattern(
-                name="cross_nic",
+                name="code",
                 groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nchannels",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bw_intra",
-                groups=(
-                    "g4",
-                    "g5",
-                ),
-                convert="float",
-                mixed=(
-                    "float",
-                    "int",
-                ),
-            ),
-            FieldPattern(
-                name="bw_inter",
-                groups=(
-                    "g6",
-                    "g7",
-                ),
-                convert="float",
-                mixed=(
-                    "float",
-                    "int",
-                ),
-            ),
-            FieldPattern(
-                name="nvlink",
-                groups=("g8",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="type_intra",
-                groups=("g9",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="type_inter",
-                groups=("g10",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="type_id",
-                groups=("g11",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="same_channels",
-                groups=("g12",),
                 convert="int",
             ),
         ),
-        leads=("w:Pattern",),
+        leads=("w:ncclAsyncJobComplete",),
+        alternative=6,
     ),
     KindPattern(
-        kind="coll_plan",
-        pattern="^(?P<ok>) *opCount *(?P<g1>[0-9a-fA-F]+) *slicesteps *(?P<g2>\\d+) *spl *(?P<g3>\\d+) *cpl *(?P<g4>\\d+) *nbytes *(?P<g5>\\d+) *\\->(?: *protocol| *llmode) *(?P<g6>\\d+) *nchannels *(?P<g7>\\d+) *nthreads *(?P<g8>\\d+) *, *nloops *(?P<g9>\\d+) *nsteps *(?P<g10>\\d+)(?: *chunksize *(?P<g11>\\d+))? *comm *(?P<g12>0x[0-9a-fA-F]+|\\(nil\\))$",
+        kind="p2p_peer_failed",
+        pattern="^(?P<ok>) *(?P<g1>(?:Could\\ not\\ enable\\ P2P|peer\\ query\\ failed)) *between dev *(?P<g2>\\d+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *and dev *(?P<g4>\\d+) *\\(= *(?P<g5>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\)$",
         fields=(
             FieldPattern(
-                name="op_count_hex",
+                name="failure",
                 groups=("g1",),
-                convert="hex",
+                convert="text",
             ),
             FieldPattern(
-                name="slice_steps",
+                name="dev_a",
                 groups=("g2",),
                 convert="int",
             ),
             FieldPattern(
-                name="spl",
+                name="bus_id_a",
                 groups=("g3",),
-                convert="int",
+                convert="busid",
             ),
             FieldPattern(
-                name="cpl",
+                name="dev_b",
                 groups=("g4",),
                 convert="int",
             ),
             FieldPattern(
-                name="bytes",
+                name="bus_id_b",
                 groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="protocol",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nchannels",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nthreads",
-                groups=("g8",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nloops",
-                groups=("g9",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nsteps",
-                groups=("g10",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="chunk_size",
-                groups=("g11",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g12",),
-                convert="text",
+                convert="busid",
             ),
         ),
-        leads=("w:opCount",),
+        leads=(
+            "w:Could",
+            "w:peer",
+        ),
     ),
     KindPattern(
-        kind="graph_loaded",
-        pattern="^(?P<ok>) *Search *(?P<g1>\\d+) *: *(?P<g2>\\d+) *channels loaded from XML graph$",
+        kind="usage_error",
+        pattern="^(?P<ok>) *invalid device count *\\( *(?P<g1>-?\\d+) *\\) *requested$",
         fields=(
             FieldPattern(
-                name="pattern",
+                name="count",
                 groups=("g1",),
                 convert="int",
             ),
-            FieldPattern(
-                name="nchannels",
-                groups=("g2",),
-                convert="int",
-            ),
         ),
-        leads=("w:Search",),
+        leads=("w:invalid",),
+        alternative=1,
     ),
     KindPattern(
-        kind="net_plugin_device_api",
-        pattern="^(?P<ok>) *Using *(?P<g1>(?:NCCL_NET_DEVICE_UNPACK|non\\-device)) *net plugin version *(?P<g2>\\d+)$",
+        kind="invalid_comm_id",
+        pattern="^(?P<ok>) *Invalid NCCL_COMM_ID(?: *(?P<g1>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
-                name="device_api",
+                name="detail",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Invalid",),
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *unlink shared memory *(?P<g1>[^\\s,()]+) *failed *, *error: *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g3>-?\\d+) *\\))?$",
+        fields=(
+            FieldPattern(
+                name="path",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="version",
+                name="error_text",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("w:unlink",),
+        alternative=8,
+    ),
+    KindPattern(
+        kind="p2p_chunksize",
+        pattern="^(?P<ok>) *P2P Chunksize set to *(?P<g1>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="chunksize",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:P2P",),
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Device *(?P<g2>-?\\d+) *CPU core *(?P<g3>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="device",
                 groups=("g2",),
                 convert="int",
+            ),
+            FieldPattern(
+                name="cpu_core",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?:Created|Set) *CUDA context on device *(?P<g2>-?\\d+)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="device",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=5,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *exit: *stop *(?P<g2>\\d+) *abortFlag *(?P<g3>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="stop",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="abort_flag",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=6,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Connection closed by localRank *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="local_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=7,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Error encountered progressing operation= *(?P<g2>[A-Za-z_]\\w*) *, *res= *(?P<g3>\\d+) *, *closing connection$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="operation_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Could not receive type from localRank *(?P<g2>\\d+)(?: *, *res= *(?P<g3>\\d+) *, *closed= *(?P<g4>\\d+))?$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="local_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="closed",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed with error *(?P<g3>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="call",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=8,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Unknown command *(?P<g2>\\d+) *from localRank *(?P<g3>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="command",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="local_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=9,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Too many connections *\\( *(?P<g2>\\d+) *max *\\)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="limit",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=10,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *Failed to *(?:WSAPoll|Accept|create|Poll|set)(?: *CUDA context on device| *CUDA device) *-?\\d+(?: *with error *\\d+(?: *, *\\S(?:.*\\S)?)?)?(?: *\\.)?$",
+        fields=(),
+        leads=("c:[",),
+        guard=True,
+        alternative=6,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed(?: *:)?? *(?P<g3>[^\\s:](?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="call",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_text",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("c:[",),
+        alternative=7,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=("c:[",),
+        guard=True,
+        alternative=11,
+    ),
+    KindPattern(
+        kind="rank_error",
+        pattern="^(?P<ok>) *Failed to determine *(?P<g1>(?:intra\\ node|intra\\ proc|local)) *ranks *rank *(?P<g2>-?\\d+) *hostHash *(?P<g3>[0-9a-fA-F]+) *pidHash *(?P<g4>[0-9a-fA-F]+) *(?P<g5>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="scope",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="host_hash_hex",
+                groups=("g3",),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="pid_hash_hex",
+                groups=("g4",),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="detail",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Failed",),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="p2p_error",
+        pattern="^(?P<ok>) *cudaIpcGetMemHandle *failed *: *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="cuda_error",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:cudaIpcGetMemHandle",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="interface_speed",
+        pattern="^(?P<ok>) *Could not get speed(?: *for interface| *from) *(?P<g1>\\S+?) *\\. *Defaulting to *(?P<g2>\\d+) *Gbps *\\.$",
+        fields=(
+            FieldPattern(
+                name="interface",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="default_gbps",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Could",),
+    ),
+    KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *Using tuner plugin: *' *(?P<g1>[^']+) *'$",
+        fields=(
+            FieldPattern(
+                name="plugin_name",
+                groups=("g1",),
+                convert="text",
             ),
         ),
         leads=("w:Using",),
+        alternative=2,
     ),
     KindPattern(
-        kind="mnnvl_clique",
-        pattern="^(?P<ok>) *MNNVL *(?P<g1>\\d+) *cliqueId(?: *(?P<g2>0x[0-9a-fA-F]+)| *(?P<g3>[0-9a-fA-F]+)) *cliqueSize *(?P<g4>\\d+) *cliqueRank *(?P<g5>\\d+)(?: *nvlDomainSize *(?P<g6>\\d+))?$",
+        kind="topo_net_not_pci",
+        pattern="^(?P<ok>) *Topology detection: *network path(?: *\\(name = *(?P<g1>[^\\s)]+) *\\))?? *(?P<g2>\\S+)  *is not a PCI device *\\( *(?P<g3>[^()]*[^()\\s]) *\\)\\. *Attaching to first CPU$",
         fields=(
             FieldPattern(
-                name="mnnvl",
+                name="name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="net_path",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="reason",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Topology",),
+    ),
+    KindPattern(
+        kind="topo_read_failed",
+        pattern="^(?P<ok>)(?: *Topology detection :| *Topology detection:) *could not read *(?P<g1>\\S.*?), *(?P<g2>(?:using\\ empty\\ affinity|ignoring))$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="consequence",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Topology",),
+    ),
+    KindPattern(
+        kind="kv_convert_failed",
+        pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary(?: *, *falling back to *(?P<g2>-?\\d+))?$",
+        fields=(
+            FieldPattern(
+                name="value",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:KV",),
+    ),
+    KindPattern(
+        kind="cuda_library_error",
+        pattern="^(?P<ok>) *cuDriverGetVersion *failed with *(?P<g1>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="code",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:cuDriverGetVersion",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *failure in mmap of *(?P<g1>[^\\s,()]+) *\\( *size *(?P<g2>\\d+) *\\) *: *(?P<g3>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("w:failure",),
+        alternative=6,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *proxyProgressAsync *opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *op\\.type= *(?P<g2>\\d+) *op\\.reqBuff= *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *op\\.respSize= *(?P<g4>-?\\d+) *done$",
+        fields=(
+            FieldPattern(
+                name="op_id",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="op_type",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="req_buff",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="resp_size",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:proxyProgressAsync",),
+        alternative=12,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *Proxy Call to rank *(?P<g1>-?\\d+) *failed *\\( *(?P<g2>[^()\\s](?:[^()]*[^()\\s])?) *\\)$",
+        fields=(
+            FieldPattern(
+                name="rank",
                 groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
-                name="clique_id",
-                groups=(
-                    "g2",
-                    "g3",
-                ),
-                convert="hex",
+                name="errno",
+                groups=("g2",),
+                convert="text",
             ),
+        ),
+        leads=("w:Proxy",),
+        alternative=5,
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *Set CPU affinity : *unable to find GPU/CPU for rank *(?P<g1>-?\\d+)$",
+        fields=(
             FieldPattern(
-                name="clique_size",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="clique_rank",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nvl_domain_size",
-                groups=("g6",),
+                name="rank",
+                groups=("g1",),
                 convert="int",
             ),
         ),
-        leads=("w:MNNVL",),
+        leads=("w:Set",),
+        alternative=1,
     ),
     KindPattern(
-        kind="init_threads",
-        pattern="^(?P<ok>) *Using *(?P<g1>\\d+) *threads$",
+        kind="no_transport",
+        pattern="^(?P<ok>) *No transport found *for *rank *(?P<g1>-?\\d+) *\\[ *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\] *\\-> *rank *(?P<g3>-?\\d+) *\\[ *(?P<g4>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\]$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="bus_id",
+                groups=("g2",),
+                convert="busid",
+            ),
+            FieldPattern(
+                name="peer_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_bus_id",
+                groups=("g4",),
+                convert="busid",
+            ),
+        ),
+        leads=("w:No",),
+    ),
+    KindPattern(
+        kind="no_transport",
+        pattern="^(?P<ok>) *No transport found *!$",
+        fields=(),
+        leads=("w:No",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *Connected to proxy(?: *localRank *(?P<g1>\\d+)| *tpRank *(?P<g2>\\d+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="local_rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="tp_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="connection_ptr",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Connected",),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *(?:sched_getaffinity|sched_setaffinity) *failed with error: *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="error",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:sched_getaffinity",
+            "w:sched_setaffinity",
+        ),
+        alternative=5,
+    ),
+    KindPattern(
+        kind="cuda_driver_version",
+        pattern="^(?P<ok>) *cudaDriverVersion *(?P<g1>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="cuda_driver",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:cudaDriverVersion",),
+    ),
+    KindPattern(
+        kind="threads_per_block",
+        pattern="^(?P<ok>) *Threads per block *:(?P<g1> *\\d+ */ *\\d+ */ *\\d+)$",
         fields=(
             FieldPattern(
                 name="threads",
                 groups=("g1",),
                 convert="int",
+                items=("(\\d+)",),
             ),
         ),
-        leads=("w:Using",),
+        leads=("w:Threads",),
     ),
     KindPattern(
-        kind="ring_order",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *:(?P<g2>(?: *\\d+)+)$",
+        kind="alloc_failed",
+        pattern="^(?P<ok>) *Allocation failed(?: *at *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+))?$",
         fields=(
             FieldPattern(
-                name="channel",
+                name="alloc_at",
                 groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ranks",
-                groups=("g2",),
-                convert="int",
-                items=(" *(\\d+)",),
-            ),
-        ),
-        leads=("w:Ring",),
-    ),
-    KindPattern(
-        kind="ring_neighbors",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>-?\\d+)  *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)$",
-        fields=(
-            FieldPattern(
-                name="channel",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="prev",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="me",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="next",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Ring",),
-    ),
-    KindPattern(
-        kind="graph_tree",
-        pattern="^(?P<ok>) *Tree *(?P<g1>\\d+) *: *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\->(?P<g4> *-?\\d+(?: */ *-?\\d+)*)$",
-        fields=(
-            FieldPattern(
-                name="channel",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="up",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="me",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="downs",
-                groups=("g4",),
-                convert="int",
-                items=("(-?\\d+)",),
-            ),
-        ),
-        leads=("w:Tree",),
-    ),
-    KindPattern(
-        kind="connected",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *Connected *(?P<g2>(?:collnet\\ \\+\\ chain|binomial\\ trees|NVLS\\ tree|CollNet))$",
-        fields=(
-            FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="what_other",
-                groups=("g2",),
                 convert="text",
             ),
         ),
-        leads=("w:rank",),
+        leads=("w:Allocation",),
         alternative=1,
     ),
     KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *requires NIC *(?P<g2>[0-9a-fA-F]+) *but that NIC is not available for rank *(?P<g3>-?\\d+)$",
+        kind="message_truncated",
+        pattern="^(?P<ok>) *Message truncated *: *received *(?P<g1>\\d+)(?: *, *\\d+)?? *bytes instead of *(?P<g2>\\d+)(?: *, *\\d+)?$",
         fields=(
             FieldPattern(
-                name="rank",
+                name="received",
                 groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
-                name="nic",
+                name="expected",
                 groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Message",),
+    ),
+    KindPattern(
+        kind="thread_thresholds",
+        pattern="^(?P<ok>) *threadThresholds(?P<g1> *\\d+ */ *\\d+ */ *\\d+) *\\|(?P<g2> *\\d+ */ *\\d+ */ *\\d+)(?: *\\|(?:(?P<g3> *\\d+ */ *\\d+ */ *\\d+)| *(?P<g4>\\d+) *\\| *(?P<g5>\\d+)))?$",
+        fields=(
+            FieldPattern(
+                name="tree",
+                groups=("g1",),
+                convert="int",
+                items=("(\\d+)",),
+            ),
+            FieldPattern(
+                name="ring",
+                groups=("g2",),
+                convert="int",
+                items=("(\\d+)",),
+            ),
+            FieldPattern(
+                name="collnet",
+                groups=("g3",),
+                convert="int",
+                items=("(\\d+)",),
+            ),
+            FieldPattern(
+                name="collnet_direct",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="collnet_chain",
+                groups=("g5",),
+                convert="int",
+            ),
+        ),
+        leads=("w:threadThresholds",),
+    ),
+    KindPattern(
+        kind="channel_limit",
+        pattern="^(?P<ok>) *User asked for a *(?P<g1>(?:maximum|minimum)) *of *(?P<g2>\\d+) *channels,(?: *setting it to| *limiting to) *(?P<g3>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="bound",
+                groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="peer_rank",
+                name="requested",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="limit",
                 groups=("g3",),
                 convert="int",
             ),
         ),
-        leads=("w:Rank",),
-        alternative=8,
+        leads=("w:User",),
     ),
     KindPattern(
-        kind="uds_error",
-        pattern="^(?P<ok>) *UDS: *(?P<g1>Cannot (?:bind|connect) .*)$",
+        kind="topo_load",
+        pattern="^(?P<ok>) *Loading topology *(?P<g1>[^\\s)]+)$",
         fields=(
             FieldPattern(
-                name="uds_message",
+                name="name",
                 groups=("g1",),
                 convert="text",
             ),
         ),
-        leads=("w:UDS",),
+        leads=("w:Loading",),
         alternative=1,
     ),
     KindPattern(
-        kind="rank_info",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *nranks *(?P<g2>\\d+)$",
+        kind="collnet_disabled",
+        pattern="^(?P<ok>) *Communicator has *(?P<g1>\\d+) *nodes which is less than CollNet node threshold *(?P<g2>\\d+) *, *disabling CollNet$",
         fields=(
             FieldPattern(
-                name="rank",
+                name="nnodes",
                 groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
-                name="nranks",
+                name="threshold",
                 groups=("g2",),
                 convert="int",
             ),
         ),
-        leads=("w:rank",),
+        leads=("w:Communicator",),
     ),
     KindPattern(
-        kind="comm_summary",
-        pattern="^(?P<ok>) *comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g2>-?\\d+)(?: *nranks| *nRanks) *(?P<g3>\\d+) *nNodes *(?P<g4>\\d+) *localRanks *(?P<g5>\\d+) *localRank *(?P<g6>\\d+) *MNNVL *(?P<g7>\\d+)$",
+        kind="git_version",
+        pattern="^(?P<ok>) *NCCL git version *(?P<g1>\\S+) *(?P<g2>\\S+)$",
         fields=(
+            FieldPattern(
+                name="git_branch",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="git_describe",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NCCL",),
+    ),
+    KindPattern(
+        kind="teardown_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g3>-?\\d+) *\\) *(?P<g4>(?:sync \\w+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort))(?: *,)?? *error *(?P<g5>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="teardown_function",
+                groups=("g1",),
+                convert="text",
+            ),
             FieldPattern(
                 name="comm",
-                groups=("g1",),
+                groups=("g2",),
                 convert="text",
             ),
             FieldPattern(
                 name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="stage",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g5",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "w:commDestroySync",
+            "w:commReclaim",
+            "w:ncclProxyStop",
+        ),
+    ),
+    KindPattern(
+        kind="teardown_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *cleanup *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g3>-?\\d+) *failed in destroy/abort *, *error *(?P<g4>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="teardown_function",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="comm",
                 groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "w:commDestroySync",
+            "w:commReclaim",
+            "w:ncclProxyStop",
+        ),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="teardown_error",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g3>-?\\d+) *(?P<g4>(?:sync \\w+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort)) *error *(?P<g5>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="teardown_function",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="comm",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="stage",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g5",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "w:commDestroySync",
+            "w:commReclaim",
+            "w:ncclProxyStop",
+        ),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="comm_teardown",
+        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?\\d+) *nRanks *(?P<g5>\\d+) *nNodes *(?P<g6>\\d+) *localRank *(?P<g7>\\d+) *cudaDev *(?P<g8>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="action",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="phase",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="comm",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g4",),
                 convert="int",
             ),
             FieldPattern(
                 name="nranks",
-                groups=("g3",),
+                groups=("g5",),
                 convert="int",
             ),
             FieldPattern(
                 name="nnodes",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="local_ranks",
-                groups=("g5",),
+                groups=("g6",),
                 convert="int",
             ),
             FieldPattern(
                 name="local_rank",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="mnnvl",
                 groups=("g7",),
                 convert="int",
             ),
-        ),
-        leads=("w:comm",),
-    ),
-    KindPattern(
-        kind="rank_error",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *exceeds *ndev= *(?P<g2>\\d+)$",
-        fields=(
             FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g2",),
+                name="cuda_dev",
+                groups=("g8",),
                 convert="int",
             ),
         ),
-        leads=("w:rank",),
+        leads=(
+            "w:Abort",
+            "w:CommRevokeAsync",
+            "w:Destroy",
+            "w:Revoke",
+            "w:Shrink",
+        ),
         alternative=1,
     ),
     KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?\\d+) *on channel *(?P<g4>\\d+)(?: */ *\\d+)?$",
+        kind="comm_teardown",
+        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *result *(?P<g4>-?\\d+)$",
         fields=(
             FieldPattern(
-                name="rank",
+                name="action",
                 groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="direction_word",
-                groups=("g2",),
                 convert="text",
             ),
             FieldPattern(
-                name="peer_rank",
-                groups=("g3",),
-                convert="int",
+                name="phase",
+                groups=("g2",),
+                convert="text",
             ),
-            FieldPattern(
-                name="channel",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Rank",),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="split_no_color",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *has color with NCCL_SPLIT_NOCOLOR *, *not creating a new communicator$",
-        fields=(
-            FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Rank",),
-    ),
-    KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *comm *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *(?P<g2>has already been destroyed)$",
-        fields=(
             FieldPattern(
                 name="comm",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="usage_problem",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:comm",),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="ras_event",
-        pattern="^(?P<ok>) *RAS$$",
-        fields=(),
-        leads=("w:RAS",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="cc_mode",
-        pattern="^(?P<ok>) *CC *(?P<g1>(?:Off|On)) *,(?: *Multi\\-GPU CC *(?P<g2>(?:Off|On)) *,)?? *workFifoBytes *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="cc",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="multi_gpu_cc",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="work_fifo_bytes",
                 groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("w:CC",),
-    ),
-    KindPattern(
-        kind="topo_link",
-        pattern="^(?P<ok>) *\\+ *(?P<g1>[A-Z0-9]+)\\[(?: *(?P<g2>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g3>\\d+)) *\\] *\\- *(?P<g4>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g5>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g6> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g7>\\d+) *\\])?)?$",
-        fields=(
-            FieldPattern(
-                name="link_type",
-                groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="link_bw",
-                groups=(
-                    "g2",
-                    "g3",
-                ),
-                convert="float",
-                mixed=(
-                    "float",
-                    "int",
-                ),
-            ),
-            FieldPattern(
-                name="node_type",
+                name="result",
                 groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="node_id",
-                groups=("g5",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="attrs",
-                groups=("g6",),
-                convert="text",
-                items=("([^\\/()\\s]+)",),
-            ),
-            FieldPattern(
-                name="mlopart",
-                groups=("g7",),
                 convert="int",
             ),
         ),
-        leads=("c:+",),
+        leads=(
+            "w:Abort",
+            "w:CommRevokeAsync",
+            "w:Destroy",
+            "w:Revoke",
+            "w:Shrink",
+        ),
+        alternative=2,
     ),
     KindPattern(
         kind="plugin_loaded",
@@ -2965,28 +3785,6 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_closed",
-        pattern="^(?P<ok>) *(?P<g1>\\w+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin))(?: *')?? *(?P<g2>[^\\s']+)(?: *')?$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="plugin_name",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:A",
-            "c:_",
-            "c:a",
-        ),
-    ),
-    KindPattern(
-        kind="plugin_closed",
         pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Unloading plugin *(?P<g2>\\S+)$",
         fields=(
             FieldPattern(
@@ -3012,573 +3810,589 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="ib_data_direct",
-        pattern="^(?P<ok>)(?: *NET/IB *:)?? *Data Direct DMA Interface is detected for device(?: *:)?? *(?P<g1>[^\\s:]+)$",
+        kind="plugin_not_found",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Could not find:(?P<g2>(?: *[^\\s()',.][^\\s()',]*?)+)(?:(?: *, *(?:using|Using) *(?P<g3>[^.\\s](?:[^.]*[^.\\s])?)(?: *\\.)?| *\\.(?: *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?)(?: *\\.)?)?))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="libraries",
+                groups=("g2",),
+                convert="text",
+                items=(" *([^\\s()',.][^\\s()',]*)",),
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=(
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="plugins_disabled",
+        pattern="^(?P<ok>)(?: *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *:)?? *Disabling external plugins *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=(
+            "w:Disabling",
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="plugin_init_failed",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Failed to initialize(?: *any)??(?: *(?P<g2>(?:NET|GIN|RMA)))?? *plugin(?: *(?P<g3>\\S(?:.*?\\S)??))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:ENV",
+            "w:Failed",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+    ),
+    KindPattern(
+        kind="plugin_not_found",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:(?: *dlerror= *(?P<g2>\\S.*?) )?? *No plugin found(?: *\\( *(?P<g3>[^\\s()',.][^\\s()',]*?) *\\))?(?:(?: *, *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?)(?: *\\.)?| *\\.(?: *(?:using|Using) *(?P<g5>[^.\\s](?:[^.]*[^.\\s])?)(?: *\\.)?)?))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="libraries",
+                groups=("g3",),
+                convert="text",
+                items=("",),
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=(
+                    "g4",
+                    "g5",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+    ),
+    KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Using(?: *tuner  *plugin)? *(?P<g2>\\S(?:.*?\\S)??)(?: *\\(v *(?P<g3>\\d+) *\\))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="version",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="ib_post_failed",
+        pattern="^(?P<ok>) *(?P<g1>ibv_post_(?:send|recv)\\(\\)) *failed with error *(?P<g2>[^,\\s][^,]*?)(?: *, *Bad WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *, *First WR *(?:0x[0-9a-fA-F]+|\\(nil\\)))?$",
+        fields=(
+            FieldPattern(
+                name="verb",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("c:a",),
+    ),
+    KindPattern(
+        kind="gdr_path",
+        pattern="^(?P<ok>)(?: *NET\\/ *(?P<g1>[^:]+?)  *:)? *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *GPU/ *(?P<g3>[^\\s\\/()',]+) *\\( *rank *(?P<g4>\\d+) *\\) *\\- *NET/ *(?P<g5>[^\\s\\/()',]+) *\\((?: *using PXN via *GPU/ *(?P<g6>[^\\s\\/()',]+) *,)? *distance *(?P<g7>\\d+) *(?:>=|<=|>|<) *(?P<g8>\\d+)(?: *, *read *(?P<g9>\\d+) *, *mode *(?P<g10>[^\\s)]+))? *\\)$",
+        fields=(
+            FieldPattern(
+                name="net",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="enabled",
+                groups=("g2",),
+                convert="flag",
+            ),
+            FieldPattern(
+                name="gpu",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="gpu_rank",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="hca",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="pxn_via",
+                groups=("g6",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="distance",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="threshold",
+                groups=("g8",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="read",
+                groups=("g9",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="mode",
+                groups=("g10",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:GPU",
+            "w:NET",
+        ),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="gdr_path",
+        pattern="^(?P<ok>)(?: *NET\\/ *[^:]+? *:)? *GPU Direct RDMA(?: *Disabled| *Enabled) *for GPU *[^\\s\\/()',]+ */ *HCA *[^\\s\\/()',]+(?: *' *[^']+ *')??(?: *\\( *distance *\\d+ *(?:>=|<=|>|<) *\\d+ *\\)(?: *, *read *\\d+(?: *mode *\\S+)?)?| *\\( *[^)]+ *\\))$",
+        fields=(),
+        leads=(
+            "w:GPU",
+            "w:NET",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="cpu_mixed",
+        pattern="^(?P<ok>) *CPUs with mixed *(?P<g1>(?:architecture|vendors)) *were detected\\.$",
+        fields=(
+            FieldPattern(
+                name="mixed",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:CPUs",),
+    ),
+    KindPattern(
+        kind="bootstrap_split",
+        pattern="^(?P<ok>) *bootstrapSplit:(?: *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *parent *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))))? *rank *(?P<g3>-?\\d+) *nranks *(?P<g4>\\d+) *color *(?P<g5>-?\\d+) *key *(?P<g6>-?\\d+) *prev *(?P<g7>-?\\d+) *next *(?P<g8>-?\\d+) *\\- *DONE$",
+        fields=(
+            FieldPattern(
+                name="comm",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="parent",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="color",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="key",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="prev",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="next",
+                groups=("g8",),
+                convert="int",
+            ),
+        ),
+        leads=("w:bootstrapSplit",),
+    ),
+    KindPattern(
+        kind="graph_loading",
+        pattern="^(?P<ok>) *Loading graphs(?: |$)(?: *for topology *(?P<g1>[^\\s)]+))?$",
+        fields=(
+            FieldPattern(
+                name="name",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Loading",),
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *Invali[dg] config *(?:min\\/max channels|[A-Za-z_][\\w]*) *attribute value *[^\\s()\\/]+(?: */ *[^\\s()\\/]+)?$",
+        fields=(),
+        leads=("c:A",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="usage_error",
+        pattern="^(?P<ok>) *Invalid device *(?P<g1>-?\\d+) *\\( *totalnDev= *(?P<g2>-?\\d+) *\\)$",
         fields=(
             FieldPattern(
                 name="device",
                 groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:Data",
-            "w:NET",
-        ),
-    ),
-    KindPattern(
-        kind="socket_peer_closed",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *Connection closed by remote peer(?: *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>)?$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-    ),
-    KindPattern(
-        kind="socket_handshake_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*))(?:from *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>)? *:(?: *(?P<g5>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g6>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g7>-?(?:0x)?[0-9a-fA-F]+) *\\) *, *discarding peer connection| *(?P<g8>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g9>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g10>-?(?:0x)?[0-9a-fA-F]+) *--[^)]* *\\) *, *discarding peer connection| *(?P<g11>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g12>[^\\s<>]+)< *(?P<g13>\\d+) *> *failed *, *discarding peer connection| *(?P<g14>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g15>[^\\s<>]+)< *(?P<g16>\\d+) *>| *wrong *(?P<g17>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g18>-?(?:0x)?[0-9a-fA-F]+) *!= *(?P<g19>-?(?:0x)?[0-9a-fA-F]+)| *peer *(?P<g20>[^\\s<>]+)< *(?P<g21>\\d+) *> *(?P<g22>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *, *discarding)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=(
-                    "g3",
-                    "g12",
-                    "g15",
-                    "g20",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=(
-                    "g4",
-                    "g13",
-                    "g16",
-                    "g21",
-                ),
                 convert="int",
             ),
             FieldPattern(
-                name="reason",
-                groups=(
-                    "g5",
-                    "g8",
-                    "g11",
-                    "g14",
-                    "g17",
-                    "g22",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="got",
-                groups=(
-                    "g6",
-                    "g9",
-                    "g18",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="expected",
-                groups=(
-                    "g7",
-                    "g10",
-                    "g19",
-                ),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-    ),
-    KindPattern(
-        kind="no_interface_found",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>Net) | *(?P<g2>NET/Socket)| *(?P<g3>Bootstrap)| *(?P<g4>NET/IB)) *:)? *(?:No|no) (?:usable listening |socket |IP )?interface found(?: *in the same subnet as remote address *(?P<g5>\\S+))?(?: *\\.)?$",
-        fields=(
-            FieldPattern(
-                name="component",
-                groups=(
-                    "g1",
-                    "g2",
-                    "g3",
-                    "g4",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="remote_address",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:Bootstrap",
-            "w:NET",
-            "w:Net",
-            "w:No",
-            "w:no",
-        ),
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *(?P<g3>(?:No valid \\S+ pair found|Unsupported\\ address\\ family\\ type|file\\ descriptor\\ is\\ \\-1|unsupported\\ IP\\ family|socket\\ is\\ invalid|pass\\ NULL\\ socket|invalid\\ socket|string\\ is\\ null))$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="sock_problem",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *(?:unexpected\\ socket\\ state|wrong\\ socket\\ state) *(?P<g3>-?\\d+)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="state",
-                groups=("g3",),
-                convert="int",
-                items=("",),
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *socket state *\\( *(?P<g3>-?\\d+)(?: */ *(?P<g4>-?\\d+))?? *\\) *is not ready$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="state",
-                groups=(
-                    "g3",
-                    "g4",
-                ),
-                convert="int",
-                items=(
-                    "",
-                    "",
-                ),
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=5,
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *invalid socket(?: *0x[0-9a-fA-F]+|\\(nil\\) */ *0x[0-9a-fA-F]+|\\(nil\\)| *at index *(?P<g3>\\d+))$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="index",
-                groups=("g3",),
+                name="count",
+                groups=("g2",),
                 convert="int",
             ),
         ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=6,
+        leads=("w:Invalid",),
+        alternative=2,
     ),
     KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *invalid arguments *ops= *0x[0-9a-fA-F]+|\\(nil\\) *numOps= *\\d+$",
+        kind="network_not_found",
+        pattern="^(?P<ok>) *Error: network *(?P<g1>\\S(?:.*?\\S)?)  *not found\\.$",
         fields=(
             FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=7,
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *connecting to address *(?P<g3>\\S+)  *with family *(?P<g4>\\d+) *is neither AF_INET\\( *\\d+ *\\) *nor AF_INET6\\( *\\d+ *\\)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="address",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="family",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=8,
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *get errno *(?P<g3>\\d+) *that is not EAGAIN or EWOULDBLOCK$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=9,
-    ),
-    KindPattern(
-        kind="ib_completion_error",
-        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>\\d+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>\\d+) *\\)| *(?P<g6>\\d+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>\\d+) *\\)| *(?P<g9>\\d+))(?:(?: *reqSize= *(?P<g10>\\d+)| *len= *(?P<g11>\\d+)))??(?: *vendor_err=| *vendor err) *(?P<g12>\\d+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>\\d+) *, *opcode *(?P<g15>\\d+) *, *len *(?P<g16>\\d+) *, *vendor err *(?P<g17>\\d+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
-        fields=(
-            FieldPattern(
-                name="gin",
+                name="network",
                 groups=("g1",),
                 convert="text",
             ),
-            FieldPattern(
-                name="peer",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="status_name",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="status",
-                groups=(
-                    "g5",
-                    "g6",
-                    "g14",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="opcode_name",
-                groups=("g7",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="opcode",
-                groups=(
-                    "g8",
-                    "g9",
-                    "g15",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="length",
-                groups=(
-                    "g10",
-                    "g11",
-                    "g16",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="vendor_err",
-                groups=(
-                    "g12",
-                    "g17",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="request_type",
-                groups=(
-                    "g13",
-                    "g18",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="local_gid",
-                groups=("g19",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="remote_gid",
-                groups=("g20",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="hca",
-                groups=("g21",),
-                convert="text",
-            ),
         ),
-        leads=("w:NET",),
+        leads=("w:Error",),
     ),
     KindPattern(
-        kind="channel_summary",
-        pattern="^(?P<ok>) *(?P<g1>\\d+) *coll channels,(?: *(?P<g2>\\d+) *collnet channels,)?(?: *(?P<g3>\\d+) *nvls channels,)? *(?P<g4>\\d+) *p2p channels, *(?P<g5>\\d+) *p2p channels per peer$",
+        kind="p2p_type_check",
+        pattern="^(?P<ok>) *Check P2P Type(?: *intraNodeP2pSupport *(?P<g1>\\d+)| *isAllDirectP2p *(?P<g2>\\d+)) *directMode *(?P<g3>\\d+)(?: *isAllCudaP2p *(?P<g4>\\d+))?$",
         fields=(
             FieldPattern(
-                name="coll_channels",
+                name="intra_node_p2p",
                 groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
-                name="collnet_channels",
+                name="all_direct_p2p",
                 groups=("g2",),
                 convert="int",
             ),
             FieldPattern(
-                name="nvls_channels",
+                name="direct_mode",
                 groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
-                name="p2p_channels",
+                name="all_cuda_p2p",
                 groups=("g4",),
                 convert="int",
             ),
+        ),
+        leads=("w:Check",),
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *Unable to open *(?P<g1>[^\\s,]+), *not dumping topology\\.$",
+        fields=(
             FieldPattern(
-                name="p2p_channels_per_peer",
-                groups=("g5",),
+                name="dump_path",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Unable",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="library_call_failed",
+        pattern="^(?P<ok>) *Failed to open *(?P<g1>libnvidia-ml\\.so[\\w.]*)(?: *: *(?P<g2>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="library",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Failed",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="bootstrap_root_error",
+        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in rank count from procs *(?P<g1>\\d+) *: *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="nranks",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_nranks",
+                groups=("g2",),
                 convert="int",
             ),
         ),
-        leads=("c:#",),
+        leads=("w:Bootstrap",),
+        alternative=1,
     ),
     KindPattern(
-        kind="topo_system_end",
-        pattern="^(?P<ok>) *={20,}$",
+        kind="bootstrap_root_error",
+        pattern="^(?P<ok>) *Bootstrap Root *: *localId *(?P<g1>\\d+) *is out of range$",
+        fields=(
+            FieldPattern(
+                name="local_id",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Bootstrap",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="bootstrap_root_error",
+        pattern="^(?P<ok>) *Bootstrap Root *: *rank *(?P<g1>-?\\d+) *of *(?P<g2>\\d+) *ranks has already checked in$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Bootstrap",),
+    ),
+    KindPattern(
+        kind="bootstrap_root_error",
+        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in info from procs *, *nranks *(?P<g1>\\d+) *vs *(?P<g2>\\d+) *, *(?P<g3>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="nranks",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_nranks",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="detail",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Bootstrap",),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>\\d+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_]\\w*) *from rank *(?P<g3>-?\\d+) *, *retcode *(?P<g4>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="tp_rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="operation_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+    ),
+    KindPattern(
+        kind="config_not_initialized",
+        pattern="^(?P<ok>) *(?P<g1>(?:ncclSimInfo_t|ncclConfig_t)) *argument not initialized via *(?P<g2>[A-Za-z_]\\w*)$",
+        fields=(
+            FieldPattern(
+                name="struct",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="initializer",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:ncclConfig_t",
+            "w:ncclSimInfo_t",
+        ),
+    ),
+    KindPattern(
+        kind="tuning_table_row",
+        pattern="^(?P<ok>) *Latency\\/AlgBw *\\|(?: *[A-Za-z][A-Za-z0-9_]* */ *[A-Za-z][A-Za-z0-9_]* *\\|)+$",
         fields=(),
-        leads=("c:=",),
+        leads=("w:Latency",),
+        guard=True,
+        alternative=3,
     ),
     KindPattern(
-        kind="topo_node",
-        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g3> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g4>\\d+) *\\])?)?$",
+        kind="using_network",
+        pattern="^(?P<ok>) *Using network *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
-                name="node_type",
+                name="network",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Using",),
+    ),
+    KindPattern(
+        kind="connected_all",
+        pattern="^(?P<ok>) *Connected all *(?P<g1>(?:rings|trees))(?: *, *use ring PXN *(?P<g2>\\d+) *GDR *(?P<g3>\\d+))?$",
+        fields=(
+            FieldPattern(
+                name="what",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="node_id",
+                name="pxn",
                 groups=("g2",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="attrs",
+                name="gdr",
                 groups=("g3",),
-                convert="text",
-                items=("([^\\/()\\s]+)",),
-            ),
-            FieldPattern(
-                name="mlopart",
-                groups=("g4",),
                 convert="int",
             ),
         ),
-        leads=(
-            "w:CPU",
-            "w:CXB",
-            "w:DEV",
-            "w:GIN",
-            "w:GPU",
-            "w:NET",
-            "w:NIC",
-            "w:NVS",
-            "w:PCI",
-            "w:RMA",
-        ),
+        leads=("w:Connected",),
     ),
     KindPattern(
-        kind="graph_channel",
-        pattern="^(?P<ok>) *(?P<g1>\\d+) *:(?P<g2>(?: *[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)+)$",
+        kind="env_invalid",
+        pattern="^(?P<ok>) *Invalid value(?: *(?P<g1>-?\\d+)| *(?P<g2>[^\\s,]+) | *(?P<g3>\\S(?:.*\\S)?)) *for *(?P<g4>NCCL_[A-Z0-9_]+) *, *using default *(?P<g5>-?\\d+) *\\.$",
         fields=(
             FieldPattern(
-                name="channel",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nodes",
-                groups=("g2",),
-                convert="text",
-                items=(" *([A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",),
-            ),
-        ),
-        leads=("c:#",),
-    ),
-    KindPattern(
-        kind="p2p_peer_failed",
-        pattern="^(?P<ok>) *(?P<g1>(?:Could\\ not\\ enable\\ P2P|peer\\ query\\ failed)) *between dev *(?P<g2>\\d+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *and dev *(?P<g4>\\d+) *\\(= *(?P<g5>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\)$",
-        fields=(
-            FieldPattern(
-                name="failure",
-                groups=("g1",),
+                name="value",
+                groups=(
+                    "g1",
+                    "g2",
+                    "g3",
+                ),
                 convert="text",
             ),
             FieldPattern(
-                name="dev_a",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bus_id_a",
-                groups=("g3",),
-                convert="busid",
-            ),
-            FieldPattern(
-                name="dev_b",
+                name="name",
                 groups=("g4",),
-                convert="int",
+                convert="text",
             ),
             FieldPattern(
-                name="bus_id_b",
+                name="default",
                 groups=("g5",),
-                convert="busid",
+                convert="text",
             ),
         ),
-        leads=(
-            "w:Could",
-            "w:peer",
-        ),
+        leads=("w:Invalid",),
     ),
     KindPattern(
         kind="topo_error",
@@ -3599,242 +4413,162 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=6,
     ),
     KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?\\d|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo\\w+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="message",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:a",
-            "w:Add",
-            "w:Attribute",
-            "w:Connecting",
-            "w:Could",
-            "w:Error",
-            "w:Failed",
-            "w:Fusing",
-            "w:GetXmlFromCpu",
-            "w:Invalid",
-            "w:KV",
-            "w:Marking",
-            "w:Max",
-            "w:Recursive",
-            "w:Specified",
-            "w:TopoFuseXmls",
-            "w:Unknown",
-            "w:XML",
-            "w:getXmlFromCpu",
-            "w:localHostHash",
-            "w:ncclTopoGetDevNodes",
-            "w:ncclTopoGetSystemFromXml",
-            "w:nvmlDeviceGetCount",
-        ),
-        alternative=10,
-    ),
-    KindPattern(
-        kind="comm_init",
-        pattern="^(?P<ok>)(?: *\\[Rank *(?P<g1>-?\\d+) *\\])??(?: *(?P<g2>nccl\\w+) )? *comm *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g4>-?\\d+)(?: *nranks| *nRanks) *(?P<g5>\\d+)(?: *cudaDev *(?P<g6>\\d+))?(?: *nvmlDev *(?P<g7>\\d+))?(?: *busId *(?P<g8>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *parent *(?P<g9>0x[0-9a-fA-F]+|\\(nil\\))(?:(?: *childCount *(?P<g10>\\d+)| *splitCount *(?P<g11>\\d+)))? *color *(?P<g12>-?\\d+) *key *(?P<g13>-?\\d+))??(?: *commId *(?P<g14>0x[0-9a-fA-F]+))? *\\-(?: *Init)?? *(?P<g15>(?:COMPLETE|START|END))$",
-        fields=(
-            FieldPattern(
-                name="rank_tag",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="api",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cuda_dev",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nvml_dev",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bus_id",
-                groups=("g8",),
-                convert="busid",
-            ),
-            FieldPattern(
-                name="parent",
-                groups=("g9",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="child_count",
-                groups=("g10",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="split_count",
-                groups=("g11",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="color",
-                groups=("g12",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="key",
-                groups=("g13",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="comm_id",
-                groups=("g14",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="phase",
-                groups=("g15",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:[",
-            "c:a",
-            "w:comm",
-        ),
-    ),
-    KindPattern(
-        kind="comm_teardown",
-        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g4>-?\\d+) *nRanks *(?P<g5>\\d+) *nNodes *(?P<g6>\\d+) *localRank *(?P<g7>\\d+) *cudaDev *(?P<g8>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="action",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="phase",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nnodes",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="local_rank",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cuda_dev",
-                groups=("g8",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:Abort",
-            "w:CommRevokeAsync",
-            "w:Destroy",
-            "w:Revoke",
-            "w:Shrink",
-        ),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="comm_teardown",
-        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\)) *result *(?P<g4>-?\\d+)$",
-        fields=(
-            FieldPattern(
-                name="action",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="phase",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="result",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:Abort",
-            "w:CommRevokeAsync",
-            "w:Destroy",
-            "w:Revoke",
-            "w:Shrink",
-        ),
+        kind="tuning_table_row",
+        pattern="^(?P<ok>) *Max NThreads *\\|(?: *\\d+ *\\|)+$",
+        fields=(),
+        leads=("w:Max",),
+        guard=True,
         alternative=2,
     ),
     KindPattern(
-        kind="api_call",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:nccl|nvml|cu|cuda|gdr_)[A-Za-z0-9_]*)| *(?P<g2>GDRCOPY))(?P<g3>\\([^()]*\\))$",
+        kind="version_banner",
+        pattern="^(?P<ok>) *NCCL version *(?P<g1>\\d+\\.\\d+\\.\\d+[\\w.~-]*) *\\+cuda(?: *(?P<g2>\\d+\\.\\d+))?$",
         fields=(
             FieldPattern(
-                name="function",
+                name="nccl_version",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="cuda_version",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NCCL",),
+    ),
+    KindPattern(
+        kind="version_banner",
+        pattern="^(?P<ok>) *NCCL version *(?P<g1>\\d+\\.\\d+\\.\\d+[\\w.~-]*) *\\+cuda *CUDA_MAJOR\\.CUDA_MINOR$",
+        fields=(
+            FieldPattern(
+                name="nccl_version",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NCCL",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="topo_system",
+        pattern="^(?P<ok>) *=== System :(?: *maxWidth| *maxBw)(?: *(?P<g1>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g2>\\d+))(?: *maxSpeed *(?P<g3>\\d+))??(?:(?: *totalWidth| *totalBw)(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)))? *===$",
+        fields=(
+            FieldPattern(
+                name="max_bw",
                 groups=(
                     "g1",
                     "g2",
                 ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+            FieldPattern(
+                name="max_speed",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="total_bw",
+                groups=(
+                    "g4",
+                    "g5",
+                ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+        ),
+        leads=("c:=",),
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *NVML failure *' *(?P<g1>[^']+) *'$",
+        fields=(
+            FieldPattern(
+                name="error_quoted",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NVML",),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="init_timings",
+        pattern="^(?P<ok>) *Init timings(?: *\\- *(?P<g1>nccl\\w+))??: *rank *(?P<g2>-?\\d+) *nranks *(?P<g3>\\d+) *total *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\( *kernels *(?P<g5>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *,(?: *alloc *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *,)?? *bootstrap *(?P<g7>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *allgathers *(?P<g8>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *topo *(?P<g9>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *graphs *(?P<g10>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *connections *(?P<g11>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *rest *(?P<g12>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\)$",
+        fields=(
+            FieldPattern(
+                name="timing_api",
+                groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="args",
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
                 groups=("g3",),
-                convert="text",
+                convert="int",
+            ),
+            FieldPattern(
+                name="total",
+                groups=("g4",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="kernels",
+                groups=("g5",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="alloc",
+                groups=("g6",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="bootstrap",
+                groups=("g7",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="allgathers",
+                groups=("g8",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="topo",
+                groups=("g9",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="graphs",
+                groups=("g10",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="connections",
+                groups=("g11",),
+                convert="float",
+            ),
+            FieldPattern(
+                name="rest",
+                groups=("g12",),
+                convert="float",
             ),
         ),
-        leads=(
-            "c:a",
-            "w:GDRCOPY",
-        ),
+        leads=("w:Init",),
     ),
     KindPattern(
-        kind="shm_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated *(?P<g3>\\d+) *bytes of shared memory in *(?P<g4>[^\\s,()]+)$",
+        kind="cuda_failure",
+        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Cuda failure(?: *(?P<g3>\\d+))? *'(?: *(?P<g4>[^'\\s](?:[^']*[^'\\s])?))? *'$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -3847,12 +4581,12 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="text",
             ),
             FieldPattern(
-                name="size",
+                name="cuda_code",
                 groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
-                name="path",
+                name="error",
                 groups=("g4",),
                 convert="text",
             ),
@@ -3866,95 +4600,154 @@ KINDS: tuple[KindPattern, ...] = (
             "c:A",
             "c:_",
             "c:a",
-            "w:Allocated",
+            "w:Cuda",
         ),
     ),
     KindPattern(
-        kind="coll_call",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv|AlltoAll|Gather|Scatter|PutSignal|Signal|WaitSignal|[A-Z][A-Za-z]+)):)? *opCount *(?P<g2>[0-9a-fA-F]+) *sendbuff *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\)) *recvbuff *(?P<g4>0x[0-9a-fA-F]+|\\(nil\\)) *count *(?P<g5>-?\\d+)(?: *size *(?P<g6>\\d+))?? *datatype *(?P<g7>\\d+) *op *(?P<g8>\\d+) *root *(?P<g9>-?\\d+) *comm *(?P<g10>0x[0-9a-fA-F]+|\\(nil\\)) *\\[nranks= *(?P<g11>\\d+) *\\] *stream *(?P<g12>0x[0-9a-fA-F]+|\\(nil\\))$",
+        kind="proxy_event",
+        pattern="^(?P<ok>)(?: *(?:sendConnect|recvConnect))?? *ncclPollProxyResponse(?: *(?P<g1>(?:Dequeued\\ cached|Received\\ new|Recieved\\ new)))? *opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
-                name="op",
+                name="poll_event",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="op_count_hex",
+                name="op_id",
                 groups=("g2",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="sendbuff",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="recvbuff",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="count",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bytes",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="datatype",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="red_op",
-                groups=("g8",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="root",
-                groups=("g9",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g10",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="nranks",
-                groups=("g11",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="stream",
-                groups=("g12",),
                 convert="text",
             ),
         ),
         leads=(
-            "c:A",
-            "w:AllGather",
-            "w:AllReduce",
-            "w:AlltoAll",
-            "w:Broadcast",
-            "w:Gather",
-            "w:PutSignal",
-            "w:Recv",
-            "w:Reduce",
-            "w:ReduceScatter",
-            "w:Scatter",
-            "w:Send",
-            "w:Signal",
-            "w:WaitSignal",
-            "w:opCount",
+            "w:ncclPollProxyResponse",
+            "w:recvConnect",
+            "w:sendConnect",
         ),
+        alternative=11,
+    ),
+    KindPattern(
+        kind="plugin_initialized",
+        pattern="^(?P<ok>) *Initialized *(?P<g1>(?:NET|GIN|RMA)) *plugin *(?P<g2>\\S(?:.*?\\S)??)$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Initialized",),
+    ),
+    KindPattern(
+        kind="launch_mode",
+        pattern="^(?P<ok>) *Launch mode *(?P<g1>(?:Parallel|Group)(?:\\/CGMD)?)$",
+        fields=(
+            FieldPattern(
+                name="launch_mode",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Launch",),
+    ),
+    KindPattern(
+        kind="plugin_path",
+        pattern="^(?P<ok>) *Plugin Path *: *(?P<g1>\\S+)$",
+        fields=(
+            FieldPattern(
+                name="library_path",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Plugin",),
+    ),
+    KindPattern(
+        kind="comm_config",
+        pattern="^(?P<ok>) *Comm config *(?P<g1>\\S+) *reset to *(?P<g2>[A-Z][A-Z0-9_]*=\\S*)$",
+        fields=(
+            FieldPattern(
+                name="field",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="env_assignment",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Comm",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="comm_config",
+        pattern="^(?P<ok>) *Comm config *(?P<g1>\\S+) *set to(?: *(?P<g2>-?\\d+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))$",
+        fields=(
+            FieldPattern(
+                name="field",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="value",
+                groups=(
+                    "g2",
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=("w:Comm",),
+    ),
+    KindPattern(
+        kind="config_invalid",
+        pattern="^(?P<ok>) *Comm config *(?:min\\/max channels|[A-Za-z_][\\w]*) *\\( *[^\\s()\\/]+ *\\) *does not match the parent *\\( *[^\\s()\\/]+ *\\)$",
+        fields=(),
+        leads=("w:Comm",),
+        guard=True,
+        alternative=6,
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment *(?P<g2>[^\\s,()]+) *\\( *size *(?P<g3>\\d+) *\\)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?$",
+        fields=(
+            FieldPattern(
+                name="operation",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="path",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="error_text",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g5",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Error",),
     ),
     KindPattern(
         kind="mem_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)?(?: *memory stack *(?P<g3>(?:non\\-hunk|hunk)) *malloc\\( *(?P<g4>\\d+) *\\)| *Mem Realloc *old size *(?P<g5>\\d+) *, *new size *(?P<g6>\\d+) *pointer *(?P<g7>0x[0-9a-fA-F]+|\\(nil\\))| *(?P<g8>(?:CUMEM\\ Host|Cuda\\ Host|CuMem|Cuda|Mem|Ib)) *Alloc Size *(?P<g9>\\d+) *pointer *(?P<g10>0x[0-9a-fA-F]+|\\(nil\\))(?:(?: *granularity *(?P<g11>\\d+)| *seconds:(?P<g12>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g13>\\d+)| *handle(?: *(?P<g14>0x[0-9a-fA-F]+)| *(?P<g15>[0-9a-fA-F]+))| *numa *(?P<g16>-?\\d+)| *dev *(?P<g17>-?\\d+))(?:(?: *granularity *(?P<g18>\\d+)| *seconds:(?P<g19>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g20>\\d+)| *handle(?: *(?P<g21>0x[0-9a-fA-F]+)| *(?P<g22>[0-9a-fA-F]+))| *numa *(?P<g23>-?\\d+)| *dev *(?P<g24>-?\\d+))(?:(?: *granularity *(?P<g25>\\d+)| *seconds:(?P<g26>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g27>\\d+)| *handle(?: *(?P<g28>0x[0-9a-fA-F]+)| *(?P<g29>[0-9a-fA-F]+))| *numa *(?P<g30>-?\\d+)| *dev *(?P<g31>-?\\d+))(?:(?: *granularity *(?P<g32>\\d+)| *seconds:(?P<g33>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g34>\\d+)| *handle(?: *(?P<g35>0x[0-9a-fA-F]+)| *(?P<g36>[0-9a-fA-F]+))| *numa *(?P<g37>-?\\d+)| *dev *(?P<g38>-?\\d+))(?:(?: *granularity *(?P<g39>\\d+)| *seconds:(?P<g40>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g41>\\d+)| *handle(?: *(?P<g42>0x[0-9a-fA-F]+)| *(?P<g43>[0-9a-fA-F]+))| *numa *(?P<g44>-?\\d+)| *dev *(?P<g45>-?\\d+))(?:(?: *granularity *(?P<g46>\\d+)| *seconds:(?P<g47>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g48>\\d+)| *handle(?: *(?P<g49>0x[0-9a-fA-F]+)| *(?P<g50>[0-9a-fA-F]+))| *numa *(?P<g51>-?\\d+)| *dev *(?P<g52>-?\\d+)))?)?)?)?)?)?)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)?(?: *memory stack *(?P<g3>(?:non\\-hunk|hunk)) *malloc\\( *(?P<g4>\\d+) *\\)| *Mem Realloc *old size *(?P<g5>\\d+) *, *new size *(?P<g6>\\d+) *pointer *(?P<g7>(?:0x[0-9a-fA-F]+|\\(nil\\)))| *(?P<g8>(?:CUMEM\\ Host|Cuda\\ Host|CuMem|Cuda|Mem|Ib)) *Alloc Size *(?P<g9>\\d+) *pointer *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *granularity *(?P<g11>\\d+)| *seconds:(?P<g12>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g13>\\d+)| *handle(?: *(?P<g14>0x[0-9a-fA-F]+)| *(?P<g15>[0-9a-fA-F]+))| *numa *(?P<g16>-?\\d+)| *dev *(?P<g17>-?\\d+))(?:(?: *granularity *(?P<g18>\\d+)| *seconds:(?P<g19>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g20>\\d+)| *handle(?: *(?P<g21>0x[0-9a-fA-F]+)| *(?P<g22>[0-9a-fA-F]+))| *numa *(?P<g23>-?\\d+)| *dev *(?P<g24>-?\\d+))(?:(?: *granularity *(?P<g25>\\d+)| *seconds:(?P<g26>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g27>\\d+)| *handle(?: *(?P<g28>0x[0-9a-fA-F]+)| *(?P<g29>[0-9a-fA-F]+))| *numa *(?P<g30>-?\\d+)| *dev *(?P<g31>-?\\d+))(?:(?: *granularity *(?P<g32>\\d+)| *seconds:(?P<g33>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g34>\\d+)| *handle(?: *(?P<g35>0x[0-9a-fA-F]+)| *(?P<g36>[0-9a-fA-F]+))| *numa *(?P<g37>-?\\d+)| *dev *(?P<g38>-?\\d+))(?:(?: *granularity *(?P<g39>\\d+)| *seconds:(?P<g40>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g41>\\d+)| *handle(?: *(?P<g42>0x[0-9a-fA-F]+)| *(?P<g43>[0-9a-fA-F]+))| *numa *(?P<g44>-?\\d+)| *dev *(?P<g45>-?\\d+))(?:(?: *granularity *(?P<g46>\\d+)| *seconds:(?P<g47>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g48>\\d+)| *handle(?: *(?P<g49>0x[0-9a-fA-F]+)| *(?P<g50>[0-9a-fA-F]+))| *numa *(?P<g51>-?\\d+)| *dev *(?P<g52>-?\\d+)))?)?)?)?)?)?)$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -4103,961 +4896,8 @@ KINDS: tuple[KindPattern, ...] = (
         ),
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated shareable buffer *(?P<g3>0x[0-9a-fA-F]+|\\(nil\\)) *size *(?P<g4>\\d+) *ipcDesc *(?P<g5>0x[0-9a-fA-F]+|\\(nil\\))$",
-        fields=(
-            FieldPattern(
-                name="code_location",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code_func",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="pointer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ipc_desc",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:+",
-            "c:-",
-            "c:.",
-            "c:/",
-            "c:A",
-            "c:_",
-            "c:a",
-            "w:Allocated",
-        ),
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Device *(?P<g2>-?\\d+) *CPU core *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="device",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cpu_core",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?:Created|Set) *CUDA context on device *(?P<g2>-?\\d+)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="device",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=5,
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *exit: *stop *(?P<g2>\\d+) *abortFlag *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="stop",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="abort_flag",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=6,
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Connection closed by localRank *(?P<g2>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="local_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=7,
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>)(?: *(?:sendConnect|recvConnect))?? *ncclPollProxyResponse(?: *(?P<g1>(?:Dequeued\\ cached|Received\\ new|Recieved\\ new)))? *opId= *(?P<g2>0x[0-9a-fA-F]+|\\(nil\\))$",
-        fields=(
-            FieldPattern(
-                name="poll_event",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="op_id",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:ncclPollProxyResponse",
-            "w:recvConnect",
-            "w:sendConnect",
-        ),
-        alternative=11,
-    ),
-    KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>proxyProgressAsync::\\S+ .*)$",
-        fields=(
-            FieldPattern(
-                name="async_step",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:proxyProgressAsync",),
-        alternative=13,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Error encountered progressing operation= *(?P<g2>[A-Za-z_]\\w*) *, *res= *(?P<g3>\\d+) *, *closing connection$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="operation_name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Could not receive type from localRank *(?P<g2>\\d+)(?: *, *res= *(?P<g3>\\d+) *, *closed= *(?P<g4>\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="local_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="closed",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed with error *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="call",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=8,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Unknown command *(?P<g2>\\d+) *from localRank *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="command",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="local_rank",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=9,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Too many connections *\\( *(?P<g2>\\d+) *max *\\)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="limit",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=10,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>ncclProxy\\w+)  *call to(?: *tpRank *(?P<g2>\\d+)| *rank *(?P<g3>-?\\d+))(?:(?: *localFd *(?P<g4>\\d+)| *handle *(?P<g5>0x[0-9a-fA-F]+)| *\\( *[0-9a-fA-F]+ *\\)))? *failed *: *(?P<g6>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="tp_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="fd",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="handle",
-                groups=("g5",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g6",),
-                convert="int",
-            ),
-        ),
-        leads=("c:a",),
-        alternative=14,
-    ),
-    KindPattern(
-        kind="config_not_initialized",
-        pattern="^(?P<ok>) *(?P<g1>(?:ncclSimInfo_t|ncclConfig_t)) *argument not initialized via *(?P<g2>[A-Za-z_]\\w*)$",
-        fields=(
-            FieldPattern(
-                name="struct",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="initializer",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:ncclConfig_t",
-            "w:ncclSimInfo_t",
-        ),
-    ),
-    KindPattern(
-        kind="work_fifo_ignored",
-        pattern="^(?P<ok>) *(?P<g1>NCCL_WORK_FIFO_(?:BYTES|DEPTH)=) *(?P<g2>-?\\d+) *is being ignored because it is not a power of 2\\.$",
-        fields=(
-            FieldPattern(
-                name="variable",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="value",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("c:A",),
-    ),
-    KindPattern(
-        kind="shared_mem_exceeded",
-        pattern="^(?P<ok>)(?: *cudaArch *(?P<g1>\\d+))??(?: *ncclMaxSharedMem| *dynamic smem) *(?P<g2>\\d+) *exceeds device/fn maxSharedMem *(?P<g3>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="cuda_arch",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="shared_mem",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="max_shared_mem",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:cudaArch",
-            "w:dynamic",
-            "w:ncclMaxSharedMem",
-        ),
-    ),
-    KindPattern(
-        kind="api_arg_error",
-        pattern="^(?P<ok>) *(?P<g1>\\w+)  *: *(?P<g2>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)) *(?P<g3>(?:reduction\\ operation|root|type)) *(?P<g4>-?\\d+)(?: *\\( *root should be in the 0\\.\\. *(?P<g5>\\d+) *range *\\))?$",
-        fields=(
-            FieldPattern(
-                name="api_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="problem",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="argument",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="value",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="max_root",
-                groups=("g5",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:A",
-            "c:_",
-            "c:a",
-        ),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="api_arg_error",
-        pattern="^(?P<ok>) *(?P<g1>\\w+)  *: *(?P<g2>(?:reduction\\ operation|root|type)) *(?P<g3>-?\\d+) *(?P<g4>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid))$",
-        fields=(
-            FieldPattern(
-                name="api_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="argument",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="value",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="problem",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:A",
-            "c:_",
-            "c:a",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *(?P<g1>\\w+): *communicator was revoked$",
-        fields=(
-            FieldPattern(
-                name="usage_api",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:A",
-            "c:_",
-            "c:a",
-        ),
-        alternative=7,
-    ),
-    KindPattern(
-        kind="usage_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:Streams given to a communicator within a NCCL group|Blocking and nonblocking communicators are not allowed|ncclRedOpDestroy : |ncclGroupEnd: not in a group call|Data type supplied to user-created|Trying to (?:recv|send) to self without|Error ?: (?:mixing different streams|corrupted comm object)|Illegal to have some communicators in graph mode|Either none or all communicators in a ncclGroup|Stream is not being captured by the expected graph|FP8 reduction support begins|NCCL cannot be captured in a graph|The installed CUDA driver is older than the minimum version|NCCL does not support this CUDA version for CUDA graph|CUDA some PFN functions not found|NCCL_COMM_ID cannot be used with more than one ncclUniqueId|GDRCOPY lib wrapper not initialized|lib wrapper not initialized|PXN should not use host buffers|NET: GDR Flush only supported|Ignoring SHM locality|Unable to create thread context due to old driver|CollNet does not support LL128)(?:[^\n]*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="message",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:Blocking",
-            "w:CUDA",
-            "w:CollNet",
-            "w:Data",
-            "w:Either",
-            "w:Error",
-            "w:FP8",
-            "w:GDRCOPY",
-            "w:Ignoring",
-            "w:Illegal",
-            "w:NCCL",
-            "w:NCCL_COMM_ID",
-            "w:NET",
-            "w:PXN",
-            "w:Stream",
-            "w:Streams",
-            "w:The",
-            "w:Trying",
-            "w:Unable",
-            "w:lib",
-            "w:ncclGroupEnd",
-            "w:ncclRedOpDestroy",
-        ),
-        alternative=11,
-    ),
-    KindPattern(
-        kind="internal_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:Proxy append (?:mismatch|on running operation|out of bound)|(?:Active |Free )?[Ll]ist loop at element|Element \\d+ of pool \\d+ has been lost|Could not find pool of op|Inactive op has next set|Attempting to dequeue (?:nonexistent|null)|Couldn't find opId=|Mismatched response size for opId=|Proxy response for opId=|Storing response for already completed opId=|Comm \\S+ is in abort state|(?:send|recv)ProxyConnect: (?:req|resp)Size is|P2p operation is neither send or recv|P2p schedule creation has bugs|Sendrecv (?:plan|schedule) not aligned for self|Unknown pattern for collective|Unable to post incomplete proxy op chain|Too many aggregated operations|Too many async operations in progress|Trying to launch too many|Error waiting for pthread_join|hostStreamPlanCallback\\(\\) failed|Failure in host setup|Error : ring -?\\d+ does not|Internal error : |Unknown device error|asyncJobLaunch: failed to join)(?:[^\n]*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="internal",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Active",
-            "w:Attempting",
-            "w:Comm",
-            "w:Could",
-            "w:Couldn",
-            "w:Element",
-            "w:Error",
-            "w:Failure",
-            "w:Free",
-            "w:Inactive",
-            "w:Internal",
-            "w:Mismatched",
-            "w:P2p",
-            "w:Proxy",
-            "w:Sendrecv",
-            "w:Storing",
-            "w:Too",
-            "w:Trying",
-            "w:Unable",
-            "w:Unknown",
-            "w:asyncJobLaunch",
-            "w:hostStreamPlanCallback",
-            "w:recvProxyConnect",
-            "w:sendProxyConnect",
-        ),
-    ),
-    KindPattern(
-        kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>0x[0-9a-fA-F]+|\\(nil\\)) *\\( *rank = *(?P<g3>-?\\d+) *\\) *(?P<g4>(?:sync \\w+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort))(?: *,)?? *error *(?P<g5>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="teardown_function",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="stage",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g5",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:commDestroySync",
-            "w:commReclaim",
-            "w:ncclProxyStop",
-        ),
-    ),
-    KindPattern(
-        kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *cleanup *comm *(?P<g2>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g3>-?\\d+) *failed in destroy/abort *, *error *(?P<g4>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="teardown_function",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:commDestroySync",
-            "w:commReclaim",
-            "w:ncclProxyStop",
-        ),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>0x[0-9a-fA-F]+|\\(nil\\)) *rank *(?P<g3>-?\\d+) *(?P<g4>(?:sync \\w+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort)) *error *(?P<g5>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="teardown_function",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="comm",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="stage",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g5",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:commDestroySync",
-            "w:commReclaim",
-            "w:ncclProxyStop",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="collective_mismatch",
-        pattern="^(?P<ok>) *Mismatched collective detected, please check your collective calls at and around rank|Your program may be hanging, this may be caused by a collective mismatch around rank *-?\\d+(?: *\\.(?: .*)?$)?$",
-        fields=(),
-        leads=(
-            "w:Mismatched",
-            "w:Your",
-        ),
-        guard=True,
-    ),
-    KindPattern(
-        kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET *: *Using interface(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?$",
-        fields=(),
-        leads=("w:NET",),
-        guard=True,
-        alternative=1,
-    ),
-    KindPattern(
-        kind="interface_in_subnet",
-        pattern="^(?P<ok>) *NET *: *Found interface(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)? *in the same subnet as remote address *\\S+$",
-        fields=(),
-        leads=("w:NET",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET/Socket *: *Using(?:(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*$",
-        fields=(),
-        leads=("w:NET",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="bootstrap_interfaces",
-        pattern="^(?P<ok>) *Bootstrap *: *Using(?:(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*$",
-        fields=(),
-        leads=("w:Bootstrap",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="tuning_table_row",
-        pattern="^(?P<ok>) *Latency\\/AlgBw *\\|(?: *[A-Za-z][A-Za-z0-9_]* */ *[A-Za-z][A-Za-z0-9_]* *\\|)+$",
-        fields=(),
-        leads=("w:Latency",),
-        guard=True,
-        alternative=3,
-    ),
-    KindPattern(
-        kind="tuning_table_row",
-        pattern="^(?P<ok>) *Max NThreads *\\|(?: *\\d+ *\\|)+$",
-        fields=(),
-        leads=("w:Max",),
-        guard=True,
-        alternative=2,
-    ),
-    KindPattern(
-        kind="ib_devices",
-        pattern="^(?P<ok>) *NET/IB *: *Using(?:(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))*?(?: *\\[RO\\])? *; *OOB(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?$",
-        fields=(),
-        leads=("w:NET",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="nvls_trees",
-        pattern="^(?P<ok>) *NVLS Trees *:(?: *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+$",
-        fields=(),
-        leads=("w:NVLS",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="tuning_table_row",
-        pattern="^(?P<ok>) *Algorithm *\\|(?:(?: *[A-Za-z][A-Za-z0-9_]*)* *\\|)+$",
-        fields=(),
-        leads=("w:Algorithm",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="topo_paths",
-        pattern="^(?P<ok>) *Paths from *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *:(?:(?: *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+)?$",
-        fields=(),
-        leads=("w:Paths",),
-        guard=True,
-        alternative=1,
-    ),
-    KindPattern(
-        kind="tuning_table_row",
-        pattern="^(?P<ok>) *Protocol *\\|(?: *[A-Za-z][A-Za-z0-9_]* *\\|)+$",
-        fields=(),
-        leads=("w:Protocol",),
-        guard=True,
-        alternative=1,
-    ),
-    KindPattern(
-        kind="comm_teardown",
-        pattern="^(?P<ok>) *comm *0x[0-9a-fA-F]+|\\(nil\\) *rank *-?\\d+(?: *nranks| *nRanks) *\\d+(?: *cudaDev *\\d+)?(?: *nvmlDev *\\d+)?(?: *busId *[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)? *\\- *(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort) *(?:COMPLETE|START|END)(?: *, *result *-?\\d+)?$",
-        fields=(),
-        leads=("w:comm",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="trees",
-        pattern="^(?P<ok>) *Trees(?:(?:(?: *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?))+)?$",
-        fields=(),
-        leads=("w:Trees",),
-        guard=True,
-    ),
-    KindPattern(
-        kind="collnet_chains",
-        pattern="^(?P<ok>) *(?:Connected )?Collnet Chains(?:(?: *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+)?$",
-        fields=(),
-        leads=(
-            "w:Collnet",
-            "w:Connected",
-        ),
-        guard=True,
-    ),
-    KindPattern(
-        kind="topo_paths",
-        pattern="^(?P<ok>) *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *:(?:(?: *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+)?$",
-        fields=(),
-        leads=(
-            "w:CPU",
-            "w:CXB",
-            "w:DEV",
-            "w:GIN",
-            "w:GPU",
-            "w:NET",
-            "w:NIC",
-            "w:NVS",
-            "w:PCI",
-            "w:RMA",
-        ),
-        guard=True,
-    ),
-    KindPattern(
-        kind="topo_net_not_pci",
-        pattern="^(?P<ok>) *Topology detection: *network path(?: *\\(name = *(?P<g1>[^\\s)]+) *\\))?? *(?P<g2>\\S+)  *is not a PCI device *\\( *(?P<g3>[^()]*[^()\\s]) *\\)\\. *Attaching to first CPU$",
-        fields=(
-            FieldPattern(
-                name="name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="net_path",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="reason",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Topology",),
-    ),
-    KindPattern(
-        kind="plugin_load_failed",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Most recent plugin load returned *\\d+ *: *\\S.*? *\\. *All attempts to load *' *[^']+ *' *also failed\\.$",
-        fields=(),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-        guard=True,
-        alternative=1,
-    ),
-    KindPattern(
-        kind="topo_read_failed",
-        pattern="^(?P<ok>)(?: *Topology detection :| *Topology detection:) *could not read *(?P<g1>\\S.*?), *(?P<g2>(?:using\\ empty\\ affinity|ignoring))$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="consequence",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Topology",),
-    ),
-    KindPattern(
-        kind="nvls_bind_failed",
-        pattern="^(?P<ok>) *Failed to bind NVLink SHARP \\(NVLS\\) Multicast memory of size *(?P<g1>\\d+) *: *CUDA error *(?P<g2>\\d+) *' *(?P<g3>[^']+) *' *\\.(?: *Proceeding without NVLS support\\.(?P<g4>))?$",
-        fields=(
-            FieldPattern(
-                name="size",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cuda_error",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="proceeding",
-                groups=("g4",),
-                convert="flag",
-            ),
-        ),
-        leads=("w:Failed",),
-    ),
-    KindPattern(
-        kind="gdr_hca",
-        pattern="^(?P<ok>) *NET\\/ *(?P<g1>[^:]+?)  *: *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *HCA *(?P<g3>\\d+) *' *(?P<g4>[^']+) *'(?: *\\( *(?P<g5>[^)\\s](?:[^)]*[^)\\s])?) *\\))?$",
-        fields=(
-            FieldPattern(
-                name="net",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="enabled",
-                groups=("g2",),
-                convert="flag",
-            ),
-            FieldPattern(
-                name="hca_index",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="hca_name",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="reason",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="plugin_load_failed",
-        pattern="^(?P<ok>) *Tuner *: *plugin load *' *[^']+ *' *returned error *\\( *\\d+ *: *[^)\\s](?:[^)]*[^)\\s])? *\\) *, *using default tuner instead\\.$",
-        fields=(),
-        leads=("w:Tuner",),
-        guard=True,
-        alternative=3,
-    ),
-    KindPattern(
-        kind="mnnvl_unavailable",
-        pattern="^(?P<ok>) *MNNVL *\\(cliqueSize *(?P<g1>\\d+) *\\) *is available but not *(?P<g2>(?:supported|working)) *on this system\\.(?: *(?P<g3>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="clique_size",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="problem",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="advice",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:MNNVL",),
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment *(?P<g2>[^\\s,()]+) *\\( *size *(?P<g3>\\d+) *\\)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?$",
-        fields=(
-            FieldPattern(
-                name="operation",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="path",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g5",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Error",),
-    ),
-    KindPattern(
-        kind="socket_connect_retry",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:)(?: *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>| *connect) *returned *(?P<g5>\\S[^,]*), *retrying *\\( *(?P<g6>\\d+) */ *(?P<g7>\\d+) *\\) *after sleep for *(?P<g8>\\d+) *msec$",
+        kind="socket_connect_failed",
+        pattern="^(?P<ok>)(?:(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:))? *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *returned *(?P<g5>-?\\d+) *\\( *[^)\\s](?:[^)]*[^)\\s])? *\\) *errno *(?P<g6>\\d+) *\\( *(?P<g7>[^)\\s](?:[^)]*[^)\\s])?) *\\)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -5078,30 +4918,27 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="int",
             ),
             FieldPattern(
-                name="error",
+                name="returned",
                 groups=("g5",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="attempt",
+                name="errno",
                 groups=("g6",),
                 convert="int",
             ),
             FieldPattern(
-                name="max_attempts",
+                name="error",
                 groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="sleep_ms",
-                groups=("g8",),
-                convert="int",
+                convert="text",
             ),
         ),
         leads=(
             "c:A",
             "c:a",
+            "w:Connect",
             "w:Net",
+            "w:connect",
             "w:ncclNet",
             "w:ncclOs",
             "w:ncclSocket",
@@ -5109,340 +4946,20 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="kv_convert_failed",
-        pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary(?: *, *falling back to *(?P<g2>-?\\d+))?$",
-        fields=(
-            FieldPattern(
-                name="value",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="fallback",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:KV",),
-    ),
-    KindPattern(
-        kind="rank_error",
-        pattern="^(?P<ok>) *Failed to determine *(?P<g1>(?:intra\\ node|intra\\ proc|local)) *ranks *rank *(?P<g2>-?\\d+) *hostHash *(?P<g3>[0-9a-fA-F]+) *pidHash *(?P<g4>[0-9a-fA-F]+) *(?P<g5>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="scope",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="host_hash_hex",
-                groups=("g3",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="pid_hash_hex",
-                groups=("g4",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="detail",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Failed",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="gdr_path",
-        pattern="^(?P<ok>)(?: *NET\\/ *(?P<g1>[^:]+?)  *:)? *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *GPU/ *(?P<g3>[^\\s\\/()',]+) *\\( *rank *(?P<g4>\\d+) *\\) *\\- *NET/ *(?P<g5>[^\\s\\/()',]+) *\\((?: *using PXN via *GPU/ *(?P<g6>[^\\s\\/()',]+) *,)? *distance *(?P<g7>\\d+) *(?:>=|<=|>|<) *(?P<g8>\\d+)(?: *, *read *(?P<g9>\\d+) *, *mode *(?P<g10>[^\\s)]+))? *\\)$",
-        fields=(
-            FieldPattern(
-                name="net",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="enabled",
-                groups=("g2",),
-                convert="flag",
-            ),
-            FieldPattern(
-                name="gpu",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="gpu_rank",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="hca",
-                groups=("g5",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="pxn_via",
-                groups=("g6",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="distance",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="threshold",
-                groups=("g8",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="read",
-                groups=("g9",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="mode",
-                groups=("g10",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:GPU",
-            "w:NET",
-        ),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="tcpx_timeout",
-        pattern="^(?P<ok>) *0x[0-9a-fA-F]+:0x[0-9a-fA-F]+, *nic *(?P<g1>\\d+) *, *(?P<g2>[^\\s,]+) *, *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *<\\- *(?P<g5>[^\\s<>]+)< *(?P<g6>\\d+) *> *(?P<g7>\\S.*?)  *timeout *cnt *(?P<g8>\\d+) *, *nanos *(?P<g9>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="nic",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="interface_name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="local",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="local_port",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g5",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="what",
-                groups=("g7",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="count",
-                groups=("g8",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="nanos",
-                groups=("g9",),
-                convert="int",
-            ),
-        ),
-        leads=("c:#",),
-    ),
-    KindPattern(
-        kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in info from procs *, *nranks *(?P<g1>\\d+) *vs *(?P<g2>\\d+) *, *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="nranks",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_nranks",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="detail",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Bootstrap",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *\\[ *(?P<g1>[A-Za-z_]\\w*) *\\] *Failed to *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *CUDA context on device *(?P<g3>-?\\d+) *with error *(?P<g4>\\d+)(?: *, *(?P<g5>\\S(?:.*\\S)?))?(?: *\\.)?$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="call",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="device",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="message",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=13,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to create shared memory file *(?P<g1>[^\\s,()]+) *, *error *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?) *\\( *(?P<g3>-?\\d+) *\\)$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Error",),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *error encountered when getting address info *: *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
+        kind="socket_connect_failed",
+        pattern="^(?P<ok>)(?:(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:))? *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *\\d+ *> *failed *: *\\S(?:.*\\S)?$",
+        fields=(),
         leads=(
             "c:A",
             "c:a",
+            "w:Connect",
             "w:Net",
+            "w:connect",
             "w:ncclNet",
             "w:ncclOs",
             "w:ncclSocket",
         ),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="p2p_error",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *failed to get CUDA IPC handle to device *(?P<g2>\\d+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?\\d+)(?: *(?P<g5>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="peer_dev",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bus_id",
-                groups=("g3",),
-                convert="busid",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cuda_error",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("w:rank",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Failed to *(?P<g2>(?:WSAPoll|Accept|create|Poll|set))(?: *CUDA context on device| *CUDA device) *(?P<g3>-?\\d+)(?: *with error *(?P<g4>\\d+)(?: *, *(?P<g5>\\S(?:.*\\S)?))?)?(?: *\\.)?$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="call",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="device",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="message",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=6,
+        guard=True,
     ),
     KindPattern(
         kind="coll_plan",
@@ -5488,957 +5005,343 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="plugin_load_failed",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Plugin load(?: *\\( *lib[\\w.\\[\\]-]+ *\\))?? *returned *\\d+ *: *\\S.*?(?:(?: *:)?? *when loading *lib[\\w.\\[\\]-]+)?(?: *\\.)?$",
-        fields=(),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-        guard=True,
-    ),
-    KindPattern(
-        kind="env_invalid",
-        pattern="^(?P<ok>) *Invalid value(?: *(?P<g1>-?\\d+)| *(?P<g2>[^\\s,]+) | *(?P<g3>\\S(?:.*\\S)?)) *for *(?P<g4>NCCL_[A-Z0-9_]+) *, *using default *(?P<g5>-?\\d+) *\\.$",
+        kind="socket_threads",
+        pattern="^(?P<ok>) *NET/Socket *: *Using *(?P<g1>\\d+) *threads and *(?P<g2>\\d+) *sockets per thread$",
         fields=(
             FieldPattern(
-                name="value",
-                groups=(
-                    "g1",
-                    "g2",
-                    "g3",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="name",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="default",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Invalid",),
-    ),
-    KindPattern(
-        kind="ib_size_mismatch",
-        pattern="^(?P<ok>) *NET/IB *:(?: *req *(?P<g1>\\d+) */ *(?P<g2>\\d+) *tag *(?P<g3>[0-9a-fA-F]+))??(?: *peer *(?P<g4>[^\\s<>]+)< *(?P<g5>\\d+) *>)??(?: *posted incorrect receive info *: *size *(?P<g6>\\d+)(?: *\\S(?:.*\\S)?)?| *collective mismatch error(?: *,)?? *local size *(?P<g7>\\d+) *remote(?: *size)?? *(?P<g8>\\d+)(?: *\\S(?:.*\\S)?)?)$",
-        fields=(
-            FieldPattern(
-                name="request",
+                name="threads",
                 groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
-                name="nreqs",
+                name="sockets_per_thread",
                 groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="tag",
-                groups=("g3",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="posted_size",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="local_size",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="remote_size",
-                groups=("g8",),
                 convert="int",
             ),
         ),
         leads=("w:NET",),
     ),
     KindPattern(
-        kind="p2p_disabled",
-        pattern="^(?P<ok>) *P2P is disabled between(?: *NVLINK(?P<g1>))?? *connected GPUs *(?P<g2>\\d+) *and *(?P<g3>\\d+) *\\.(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        kind="socket_message_truncated",
+        pattern="^(?P<ok>) *NET/Socket *:(?: *peer *(?P<g1>[^\\s<>]+)< *(?P<g2>\\d+) *>)?? *message truncated *: *receiving *(?P<g3>\\d+) *bytes instead of *(?P<g4>\\d+)(?: *\\.(?: If you believe.*)?$)?$",
         fields=(
             FieldPattern(
-                name="nvlink_flag",
+                name="peer",
                 groups=("g1",),
-                convert="flag",
+                convert="text",
             ),
             FieldPattern(
-                name="gpu_a",
+                name="peer_port",
                 groups=("g2",),
                 convert="int",
             ),
             FieldPattern(
-                name="gpu_b",
+                name="received",
                 groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
-                name="advice",
+                name="expected",
                 groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="socket_interfaces",
+        pattern="^(?P<ok>) *NET/Socket *: *Using(?:(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *P2P plugin *(?P<g1>\\S(?:.*?\\S)??)$",
+        fields=(
+            FieldPattern(
+                name="plugin_name",
+                groups=("g1",),
                 convert="text",
             ),
         ),
         leads=("w:P2P",),
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *mkstemp: Failed to create *(?P<g1>[^\\s,()]+) *, *error: *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g3>-?\\d+) *\\))? *\\- *retrying$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("w:mkstemp",),
-        alternative=9,
-    ),
-    KindPattern(
-        kind="socket_connect_retry",
-        pattern="^(?P<ok>) *Call to connect  *returned *(?P<g1>\\S[^,]*), *retrying$",
-        fields=(
-            FieldPattern(
-                name="error",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Call",),
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *Unable to allocate shared memory *\\( *(?P<g1>\\d+) *bytes *\\) *: *(?P<g2>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="size",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Unable",),
         alternative=4,
     ),
     KindPattern(
-        kind="network_not_found",
-        pattern="^(?P<ok>) *Error: network *(?P<g1>\\S(?:.*?\\S)?) not found\\.$ *not found\\.$",
-        fields=(
-            FieldPattern(
-                name="network",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Error",),
+        kind="nvls_trees",
+        pattern="^(?P<ok>) *NVLS Trees *:(?: *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+$",
+        fields=(),
+        leads=("w:NVLS",),
+        guard=True,
     ),
     KindPattern(
-        kind="algo_matrix",
-        pattern="^(?P<ok>) *Enabled NCCL Func/Proto/Algo Matrix:(?: *(?P<g1>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="matrix",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Enabled",),
-    ),
-    KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *(?:sched_getaffinity|sched_setaffinity) *failed with error: *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="error",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:sched_getaffinity",
-            "w:sched_setaffinity",
-        ),
-        alternative=5,
-    ),
-    KindPattern(
-        kind="rank_error",
-        pattern="^(?P<ok>) *Attempt to use communicator before *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="detail",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Attempt",),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed(?: *:)?? *(?P<g3>[^\\s:](?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="call",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_text",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=7,
-    ),
-    KindPattern(
-        kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*))to *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *failed with error *(?P<g5>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*))poll\\(\\) *failed with error *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *unlink shared memory *(?P<g1>[^\\s,()]+) *failed *, *error: *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g3>-?\\d+) *\\))?$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=("w:unlink",),
-        alternative=8,
-    ),
-    KindPattern(
-        kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?:(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:))? *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *returned *(?P<g5>-?\\d+) *\\( *[^)\\s](?:[^)]*[^)\\s])? *\\) *errno *(?P<g6>\\d+) *\\( *(?P<g7>[^)\\s](?:[^)]*[^)\\s])?) *\\)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="returned",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="errno",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g7",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Connect",
-            "w:Net",
-            "w:connect",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
+        kind="topo_paths",
+        pattern="^(?P<ok>) *Paths from *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *:(?:(?: *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+)?$",
+        fields=(),
+        leads=("w:Paths",),
+        guard=True,
         alternative=1,
     ),
     KindPattern(
-        kind="socket_connect_give_up",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:)(?:(?: *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>| *connect) *returned *(?P<g5>\\S[^,]*),)? *exceeded *(?P<g6>(?:error\\ retry\\ count|timeouts|retries))(?: *after *(?P<g7>\\d+) *attempts| *\\( *(?P<g8>\\d+) *\\))(?: *, *(?P<g9>\\S(?:.*\\S)?))?$",
+        kind="topo_net",
+        pattern="^(?P<ok>) *TOPO/NET :(?: *Made vNic  *(?P<g1>\\d+)| *(?P<g2>\\S(?:.*\\S)?))$",
         fields=(
             FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=(
-                    "g5",
-                    "g9",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="limit",
-                groups=("g6",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="count",
-                groups=(
-                    "g7",
-                    "g8",
-                ),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-    ),
-    KindPattern(
-        kind="tree_threads",
-        pattern="^(?P<ok>) *Using *(?P<g1>\\d+) *threads, *Min Comp Cap *(?P<g2>\\d+) *, *Trees *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="nthreads",
+                name="vnic",
                 groups=("g1",),
                 convert="int",
             ),
             FieldPattern(
-                name="min_comp_cap",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="trees_mode",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Using",),
-    ),
-    KindPattern(
-        kind="collnet_unsupported",
-        pattern="^(?P<ok>) *Cannot initialize CollNet, *using *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="fallback_text",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Cannot",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="p2p_error",
-        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?\\d+)(?: *(?P<g2>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="code",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cuda_error",
+                name="message",
                 groups=("g2",),
                 convert="text",
             ),
         ),
-        leads=("w:failed",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="connection",
-        pattern="^(?P<ok>)(?: *CollNet| *Coll) *(?P<g1>\\d+)(?: */ *(?P<g2>\\d))?? *: *(?P<g3>\\d+) *\\[ *(?P<g4>(?:receive|send)) *\\] *via *(?P<g5>COLLNET)/ *(?P<g6>[^\\/\\s][^\\/]*?)/ *(?P<g7>\\d+)(?:(?P<g8>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))?$",
-        fields=(
-            FieldPattern(
-                name="channel",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="conn_index",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="from_rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="direction",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="transport",
-                groups=("g5",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="net_name",
-                groups=("g6",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="net_dev",
-                groups=("g7",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="flags",
-                groups=("g8",),
-                convert="text",
-                items=("(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",),
-            ),
-        ),
-        leads=(
-            "w:Coll",
-            "w:CollNet",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="library_call_failed",
-        pattern="^(?P<ok>) *Failed to open *(?P<g1>libnvidia-ml\\.so[\\w.]*)(?: *: *(?P<g2>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="library",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Failed",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to extend *(?P<g1>[^\\s,()]+) *to *(?P<g2>\\d+) *bytes(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Error",),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *munmap of shared memory(?: *(?P<g1>0x[0-9a-fA-F]+|\\(nil\\)) *size *(?P<g2>\\d+))? *failed(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?$",
-        fields=(
-            FieldPattern(
-                name="address",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("w:munmap",),
-        alternative=7,
-    ),
-    KindPattern(
-        kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Could not find:(?P<g2>(?: *[^\\s()',.][^\\s()',]*?)+)(?:(?:, *(?:using|Using) *(?P<g3>[^.\\s](?:[^.]*[^.\\s])?)(?:\\.)?|\\.(?: *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?)(?:\\.)?)?))?$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="libraries",
-                groups=("g2",),
-                convert="text",
-                items=(" *([^\\s()',.][^\\s()',]*)",),
-            ),
-            FieldPattern(
-                name="fallback",
-                groups=(
-                    "g3",
-                    "g4",
-                ),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-        alternative=1,
-    ),
-    KindPattern(
-        kind="ib_post_failed",
-        pattern="^(?P<ok>) *(?P<g1>ibv_post_(?:send|recv)\\(\\)) *failed with error *(?P<g2>[^,\\s][^,]*?)(?: *, *Bad WR *0x[0-9a-fA-F]+|\\(nil\\) *, *First WR *0x[0-9a-fA-F]+|\\(nil\\))?$",
-        fields=(
-            FieldPattern(
-                name="verb",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("c:a",),
-    ),
-    KindPattern(
-        kind="plugins_disabled",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Disabling external plugins *: *(?P<g2>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="reason",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:Disabling",
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-    ),
-    KindPattern(
-        kind="p2p_error",
-        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>\\d+)(?: *\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\))? *: *(?P<g3>-?\\d+)(?: *(?P<g4>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="peer_dev",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="bus_id",
-                groups=("g2",),
-                convert="busid",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="cuda_error",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
-        leads=("w:failed",),
-    ),
-    KindPattern(
-        kind="cuda_library_error",
-        pattern="^(?P<ok>) *Failed to find CUDA library *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="detail",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Failed",),
-    ),
-    KindPattern(
-        kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?P<g1>Tuner) *: *no plugin found *' *(?P<g2>[^\\s()',.][^\\s()',]*?)'(?: *, *(?:using|Using) *(?P<g3>[^.\\s](?:[^.]*[^.\\s])?)(?:\\.)?| *\\.(?: *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?)(?:\\.)?)?)$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="libraries",
-                groups=("g2",),
-                convert="text",
-                items=("",),
-            ),
-            FieldPattern(
-                name="fallback",
-                groups=(
-                    "g3",
-                    "g4",
-                ),
-                convert="text",
-            ),
-        ),
-        leads=("w:Tuner",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="plugin_init_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Failed to initialize(?: *any)??(?: *(?P<g2>(?:NET|GIN|RMA)))?? *plugin(?: *(?P<g3>\\S(?:.*?\\S)??))?$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="plugin_name",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:ENV",
-            "w:Failed",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-    ),
-    KindPattern(
-        kind="socket_handshake_magic",
-        pattern="^(?P<ok>) *Socket handshake magic *(?P<g1>0x[0-9a-fA-F]+) *\\( *(?P<g2>[^)\\s](?:[^)]*[^)\\s])?) *\\)$",
-        fields=(
-            FieldPattern(
-                name="magic",
-                groups=("g1",),
-                convert="hex",
-            ),
-            FieldPattern(
-                name="magic_source",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Socket",),
-    ),
-    KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *Socket creation *failed *: *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="cpu_affinity",
-        pattern="^(?P<ok>) *Setting affinity for GPU *(?P<g1>\\d+) *to *(?P<g2>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="gpu",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="affinity_mask",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Setting",),
-    ),
-    KindPattern(
-        kind="p2p_error",
-        pattern="^(?P<ok>) *cudaIpcGetMemHandle *failed *: *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="cuda_error",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:cudaIpcGetMemHandle",),
-        alternative=3,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *Proxy Call to rank *(?P<g1>-?\\d+) *failed *\\( *(?P<g2>[^()\\s](?:[^()]*[^()\\s])?) *\\)$",
-        fields=(
-            FieldPattern(
-                name="rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="errno",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Proxy",),
-        alternative=5,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *failure in mmap of *(?P<g1>[^\\s,()]+) *\\( *size *(?P<g2>\\d+) *\\) *: *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:failure",),
-        alternative=6,
+        leads=("w:TOPO",),
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *proxy listening socket at *(?P<g1>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *resp\\.opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *matches expected opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
-                name="address_text",
+                name="op_id",
                 groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="expected_op_id",
+                groups=("g2",),
                 convert="text",
             ),
         ),
-        leads=("w:proxy",),
-        alternative=3,
+        leads=("w:resp",),
+        alternative=10,
     ),
     KindPattern(
-        kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:(?: *dlerror= *(?P<g2>\\S.*?) )?? *No plugin found(?: *\\( *(?P<g3>[^\\s()',.][^\\s()',]*?)\\))?(?:(?: *, *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?)(?:\\.)?| *\\.(?: *(?:using|Using) *(?P<g5>[^.\\s](?:[^.]*[^.\\s])?)(?:\\.)?)?))?$",
+        kind="tuning_table_row",
+        pattern="^(?P<ok>) *Algorithm *\\|(?:(?: *[A-Za-z][A-Za-z0-9_]*)* *\\|)+$",
+        fields=(),
+        leads=("w:Algorithm",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="shm_alloc",
+        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated *(?P<g3>\\d+) *bytes of shared memory in *(?P<g4>[^\\s,()]+)$",
         fields=(
             FieldPattern(
-                name="plugin_type",
+                name="code_location",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="error",
+                name="code_func",
                 groups=("g2",),
                 convert="text",
             ),
             FieldPattern(
-                name="libraries",
+                name="size",
                 groups=("g3",),
-                convert="text",
-                items=("",),
+                convert="int",
             ),
             FieldPattern(
-                name="fallback",
-                groups=(
-                    "g4",
-                    "g5",
-                ),
+                name="path",
+                groups=("g4",),
                 convert="text",
             ),
         ),
         leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
+            "c:#",
+            "c:+",
+            "c:-",
+            "c:.",
+            "c:/",
+            "c:A",
+            "c:_",
+            "c:a",
+            "w:Allocated",
         ),
     ),
     KindPattern(
-        kind="plugin_initialized",
-        pattern="^(?P<ok>) *Initialized *(?P<g1>(?:NET|GIN|RMA)) *plugin *(?P<g2>\\S(?:.*?\\S)??)$",
+        kind="connected",
+        pattern="^(?P<ok>) *Connected *(?P<g1>(?:collnet\\ \\+\\ chain|binomial\\ trees|NVLS\\ tree|CollNet))$",
+        fields=(
+            FieldPattern(
+                name="what_other",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Connected",),
+    ),
+    KindPattern(
+        kind="bootstrap_oob_net",
+        pattern="^(?P<ok>) *Bootstrap *: *Using *(?P<g1>[^\\s:\\[\\]<>]+): *(?P<g2>\\d+$)$",
+        fields=(
+            FieldPattern(
+                name="name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="oob_port",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Bootstrap",),
+    ),
+    KindPattern(
+        kind="bootstrap_interfaces",
+        pattern="^(?P<ok>) *Bootstrap *: *Using(?:(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*$",
+        fields=(),
+        leads=("w:Bootstrap",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="nvls_comm",
+        pattern="^(?P<ok>) *NVLS comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?: *headRank *(?P<g2>-?\\d+) *nHeads *(?P<g3>\\d+)(?: *nvlsRanks *(?P<g4>\\d+))?| *rank *(?P<g5>-?\\d+) *nranks *(?P<g6>\\d+)) *buffSize *(?P<g7>\\d+)(?: *memSize *(?P<g8>\\d+))?? *nvlsPerRankSize *(?P<g9>\\d+) *nvlsTotalSize *(?P<g10>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="comm",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="head_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nheads",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvls_ranks",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="buff_size",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="mem_size",
+                groups=("g8",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvls_per_rank_size",
+                groups=("g9",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvls_total_size",
+                groups=("g10",),
+                convert="int",
+            ),
+        ),
+        leads=("w:NVLS",),
+    ),
+    KindPattern(
+        kind="p2p_error",
+        pattern="^(?P<ok>) *malloc of *(?P<g1>\\d+) *bytes failed$",
+        fields=(
+            FieldPattern(
+                name="size",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:malloc",),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="alloc_failed",
+        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:CUDA\\ calloc\\ async|CUDA\\ host\\ alloc|CUDA\\ calloc|CUDA\\ malloc|malloc)) *(?P<g2>\\d+) *bytes$",
+        fields=(
+            FieldPattern(
+                name="allocator",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Failed",),
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:WSAPoll|Accept|create|Poll|set)) *CUDA context on device *(?P<g2>-?\\d+)$",
+        fields=(
+            FieldPattern(
+                name="call",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="device",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Failed",),
+        alternative=12,
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *New proxy *(?P<g1>(?:send|recv)) *connection *(?P<g2>\\d+) *from local rank *(?P<g3>\\d+) *, *transport *(?P<g4>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="direction",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="connection",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="local_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="transport",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:New",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="tuning_table_row",
+        pattern="^(?P<ok>) *Protocol *\\|(?: *[A-Za-z][A-Za-z0-9_]* *\\|)+$",
+        fields=(),
+        leads=("w:Protocol",),
+        guard=True,
+        alternative=1,
+    ),
+    KindPattern(
+        kind="plugin_assigned",
+        pattern="^(?P<ok>) *Assigned *(?P<g1>(?:NET|GIN|RMA)) *plugin *(?P<g2>\\S+) *to comm$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -6451,181 +5354,50 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="text",
             ),
         ),
-        leads=("w:Initialized",),
+        leads=("w:Assigned",),
     ),
     KindPattern(
-        kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*))poll\\(\\) *returned *(?P<g3>-?\\d+)(?: *,)?(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        kind="shared_mem_exceeded",
+        pattern="^(?P<ok>)(?: *cudaArch *(?P<g1>\\d+))??(?: *ncclMaxSharedMem| *dynamic smem) *(?P<g2>\\d+) *exceeds device/fn maxSharedMem *(?P<g3>\\d+)$",
         fields=(
             FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
+                name="cuda_arch",
+                groups=("g1",),
+                convert="int",
             ),
             FieldPattern(
-                name="returned",
+                name="shared_mem",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="max_shared_mem",
                 groups=("g3",),
                 convert="int",
             ),
-            FieldPattern(
-                name="error",
-                groups=("g4",),
-                convert="text",
-            ),
         ),
         leads=(
-            "c:A",
-            "c:a",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
+            "w:cudaArch",
+            "w:dynamic",
+            "w:ncclMaxSharedMem",
         ),
-        alternative=4,
     ),
     KindPattern(
-        kind="ib_async_event",
-        pattern="^(?P<ok>) *NET/IB *:(?: *(?P<g1>[^\\s:]+): *(?P<g2>\\d+))?(?: *(?:Got\\ non\\-fatal\\ async\\ event|Got\\ async\\ error\\ event|Got\\ async\\ event) *: *(?P<g3>\\S(?:.*\\S)?)| *unknown event type *\\( *(?P<g4>\\d+) *\\)| *(?P<g5>async fatal event)(?: *on *(?P<g6>(?:SRQ|QP|CQ))(?: *,)??(?: *unused for now)? *\\( *(?P<g7>0x[0-9a-fA-F]+|\\(nil\\)) *\\)(?: *[^:]+)?)?: *(?P<g8>\\S(?:.*\\S)?)| *(?P<g9>GID table changed))$",
+        kind="plugin_unsupported",
+        pattern="^(?P<ok>) *External *(?P<g1>(?:net|coll|collnet|gin|rma|network|tuner|profiler|env))  *plugin *(?P<g2>\\S+) *is unsupported$",
         fields=(
             FieldPattern(
-                name="device",
+                name="plugin_type",
                 groups=("g1",),
                 convert="text",
             ),
             FieldPattern(
-                name="port",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="event",
-                groups=(
-                    "g3",
-                    "g8",
-                    "g9",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="event_code",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="fatal",
-                groups=("g5",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="target",
-                groups=("g6",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="object",
-                groups=("g7",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *Could not open XML (?:topology|graph) file  *(?P<g1>\\S+)  *: *(?P<g2>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="xml_path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
+                name="plugin_name",
                 groups=("g2",),
                 convert="text",
             ),
         ),
-        leads=("w:Could",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>) *shm_open failed to open *(?P<g1>[^\\s,()]+) *: *(?P<g2>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:shm_open",),
-        alternative=5,
-    ),
-    KindPattern(
-        kind="dlsym_failed",
-        pattern="^(?P<ok>) *(?:dlvsym|dlsym|ncclOsDlsym)  *failed on *(?P<g1>[^\\s,]+)(?: *, *ignoring| *\\- *(?P<g2>\\S(?:.*\\S)?))$",
-        fields=(
-            FieldPattern(
-                name="symbol",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:dlsym",
-            "w:dlvsym",
-            "w:ncclOsDlsym",
-        ),
-    ),
-    KindPattern(
-        kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?:(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:))? *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *failed *: *(?P<g5>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Connect",
-            "w:Net",
-            "w:connect",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
+        leads=("w:External",),
     ),
     KindPattern(
         kind="mlx5_call_failed",
@@ -6650,193 +5422,112 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:NET",),
     ),
     KindPattern(
-        kind="using_network",
-        pattern="^(?P<ok>) *Using *(?:internal|external) *Network *(?P<g1>\\S(?:.*\\S)?)$",
+        kind="cuda_library_error",
+        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_]\\w*)(?: *version *(?P<g2>\\d+))?? *failed with *(?P<g3>\\d+)(?: *status *(?P<g4>-?\\d+))?$",
         fields=(
             FieldPattern(
-                name="network",
+                name="symbol",
                 groups=("g1",),
                 convert="text",
             ),
+            FieldPattern(
+                name="version",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="status",
+                groups=("g4",),
+                convert="int",
+            ),
         ),
-        leads=("w:Using",),
+        leads=("w:Retrieve",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="nic_distance",
+        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>\\d+)(?: *\\[ *(?P<g2>\\d+) *\\])?? *, *(?P<g3>[^\\s,]+)  *NIC distance *:(?P<g4>(?: *\\S+)*)$",
+        fields=(
+            FieldPattern(
+                name="cuda_dev",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvml_dev",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="net_name",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="distances",
+                groups=("g4",),
+                convert="text",
+                items=(" *(\\S+)",),
+            ),
+        ),
+        leads=("w:CUDA",),
+    ),
+    KindPattern(
+        kind="nic_distance",
+        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>\\d+) *, *(?:IP\\ Interfaces|IB\\ Ports) *:(?P<g2>(?: *\\S+)*)$",
+        fields=(
+            FieldPattern(
+                name="cuda_dev",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="distances",
+                groups=("g2",),
+                convert="text",
+                items=(" *(\\S+)",),
+            ),
+        ),
+        leads=("w:CUDA",),
         alternative=1,
     ),
     KindPattern(
-        kind="ib_qp_info",
-        pattern="^(?P<ok>) *NET/IB *:(?: *(?P<g1>\\w+):)?(?: *(?:NCCL\\ MergedDev|NCCL\\ Dev|Dev))??(?: *(?P<g2>\\d+))?(?: *IbDev)?? *(?P<g3>\\d+) *Port *(?P<g4>\\d+) *(?:qp_num|qpn) *(?P<g5>\\d+) *mtu *(?P<g6>\\d+)(?: *(?P<g7>\\S(?:.*\\S)?))?$",
+        kind="ring_order",
+        pattern="^(?P<ok>) *Channel *(?P<g1>\\d+)(?: */ *(?P<g2>\\d+))?? *:(?P<g3>(?: *\\d+)+)(?: *\\.\\.\\.(?P<g4>))?$",
         fields=(
             FieldPattern(
-                name="context_name",
+                name="channel",
                 groups=("g1",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="dev_index",
+                name="nchannels",
                 groups=("g2",),
                 convert="int",
             ),
             FieldPattern(
-                name="ib_dev",
+                name="ranks",
                 groups=("g3",),
                 convert="int",
+                items=(" *(\\d+)",),
             ),
             FieldPattern(
-                name="port",
+                name="truncated",
                 groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="qpn",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="mtu",
-                groups=("g6",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="details",
-                groups=("g7",),
-                convert="text",
+                convert="flag",
             ),
         ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
-        kind="plugin_loaded",
-        pattern="^(?P<ok>) *Using tuner plugin: *' *(?P<g1>[^']+) *'$",
-        fields=(
-            FieldPattern(
-                name="plugin_name",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Using",),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="topo_load",
-        pattern="^(?P<ok>) *Loading topology file  *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="file",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Loading",),
-    ),
-    KindPattern(
-        kind="invalid_comm_id",
-        pattern="^(?P<ok>) *Invalid NCCL_COMM_ID(?: *(?P<g1>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="detail",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Invalid",),
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="thread_name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="message",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("c:[",),
-        alternative=11,
-    ),
-    KindPattern(
-        kind="socket_io_failed",
-        pattern="^(?P<ok>)(?:(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:))? *Call to  *(?P<g3>(?:recv|send))(?:(?: *from| *to) *(?P<g4>[^\\s<>]+)< *(?P<g5>\\d+) *>)?? *failed *: *(?P<g6>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="operation",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g5",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g6",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:A",
-            "c:a",
-            "w:Call",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
-        ),
-    ),
-    KindPattern(
-        kind="plugin_symbol_missing",
-        pattern="^(?P<ok>) *(?P<g1>(?:(?:NET|TUNER|PROFILER)\\/Plugin|Tuner) ?: ?[Ff]ailed to find nccl(?:CollNet|Net|Tuner|Profiler)(?:Plugin)?)(?: *_v *(?P<g2>\\d+))?(?: *symbol)?(?:(?: *in plugin *\\( *(?P<g3>lib[\\w.\\[\\]-]+) *\\) *, *using default tuner instead| *, *using internal tuner instead| *\\( *(?P<g4>[^)\\s](?:[^)]*[^)\\s])?) *\\)(?: *\\.\\s+nccl\\w+ symbols .*\\.$)?))?(?: *\\.)?$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="symbol_version",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="library",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="versions_tried",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:NET",
-            "w:PROFILER",
-            "w:TUNER",
-            "w:Tuner",
-        ),
+        leads=("w:Channel",),
+        alternative=1,
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>) *Channel *(?P<g1>\\d+)(?: */ *(?P<g2>\\d))?? *: *(?P<g3>\\d+)(?: *\\[ *(?P<g4>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g5>)| *\\->) *(?P<g6>\\d+)(?: *\\[ *(?P<g7>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g8>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g9>direct shared memory)| *(?P<g10>SHM)(?P<g11>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))| *(?P<g12>NET)/ *(?P<g13>[^\\/\\s][^\\/]*?)/ *(?P<g14>\\d+)(?: *\\( *(?P<g15>\\d+) *\\))?(?:(?P<g16>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))?| *(?P<g17>P2P)/ *(?P<g18>IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*)(?: */ *(?P<g19>\\d+) *\\[ *(?P<g20>[0-9a-fA-F]+)\\])?(?:(?P<g21>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))?)(?: *comm *(?P<g22>0x[0-9a-fA-F]+|\\(nil\\)) *nRanks *(?P<g23>\\d+))?$",
+        pattern="^(?P<ok>) *Channel *(?P<g1>\\d+)(?: */ *(?P<g2>\\d))?? *: *(?P<g3>\\d+)(?: *\\[ *(?P<g4>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g5>)| *\\->) *(?P<g6>\\d+)(?: *\\[ *(?P<g7>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g8>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g9>direct shared memory)| *(?P<g10>SHM)(?P<g11>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))| *(?P<g12>NET)/ *(?P<g13>[^\\/\\s][^\\/]*?)/ *(?P<g14>\\d+)(?: *\\( *(?P<g15>\\d+) *\\))?(?:(?P<g16>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?| *(?P<g17>P2P)/ *(?P<g18>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g19>\\d+) *\\[ *(?P<g20>[0-9a-fA-F]+)\\])?(?:(?P<g21>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g22>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g23>\\d+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -6901,9 +5592,9 @@ KINDS: tuple[KindPattern, ...] = (
                 ),
                 convert="text",
                 items=(
-                    "(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",
-                    "(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",
-                    "(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",
+                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
                 ),
             ),
             FieldPattern(
@@ -6951,59 +5642,59 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="comm_config",
-        pattern="^(?P<ok>) *Comm config *(?P<g1>\\S+) *set to(?: *(?P<g2>-?\\d+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))$",
+        kind="api_call",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:nccl|nvml|cu|cuda|gdr_)[A-Za-z0-9_]*)| *(?P<g2>GDRCOPY)) *(?P<g3>\\([^()]*\\))$",
         fields=(
             FieldPattern(
-                name="field",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="value",
+                name="function",
                 groups=(
+                    "g1",
                     "g2",
-                    "g3",
-                    "g4",
                 ),
                 convert="text",
             ),
-        ),
-        leads=("w:Comm",),
-    ),
-    KindPattern(
-        kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Using(?: *tuner  *plugin)? *(?P<g2>\\S(?:.*?\\S)??)(?: *\\(v *(?P<g3>\\d+) *\\))?$",
-        fields=(
             FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="plugin_name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="version",
+                name="args",
                 groups=("g3",),
-                convert="int",
+                convert="text",
             ),
         ),
         leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
+            "c:a",
+            "w:GDRCOPY",
         ),
-        alternative=1,
     ),
     KindPattern(
-        kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)):| *Net  *:) *Accept *failed *: *(?P<g3>\\S(?:.*\\S)?)$",
+        kind="library_call_failed",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:nccl|nvml|cu|cuda|gdr_)[A-Za-z0-9_]*)| *(?P<g2>GDRCOPY)) *(?P<g3>\\([^()]*\\)) *failed *: *(?P<g4>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="function",
+                groups=(
+                    "g1",
+                    "g2",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="args",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g4",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:a",
+            "w:GDRCOPY",
+        ),
+    ),
+    KindPattern(
+        kind="library_call_failed",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:nccl|nvml|cu|cuda|gdr_)[A-Za-z0-9_]*)| *(?P<g2>GDRCOPY)) *failure *(?P<g3>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -7020,108 +5711,1373 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "c:A",
             "c:a",
-            "w:Net",
-            "w:ncclNet",
-            "w:ncclOs",
-            "w:ncclSocket",
+            "w:GDRCOPY",
         ),
-        alternative=3,
+        alternative=2,
     ),
     KindPattern(
-        kind="tuning_choice",
-        pattern="^(?P<ok>)(?: *(?P<g1>[A-Za-z]\\w*)(?: *\\[ *(?P<g2>[A-Za-z][A-Za-z ]*)\\])?? *:)? *(?P<g3>\\d+) *Bytes *\\->(?: *(?P<g4>cudaMemcpy\\w*|RMA proxy \\+ CE)| *Kernel *(?P<g5>\\S+) *nchannels *(?P<g6>\\d+) *nthreads *(?P<g7>\\d+)(?: *nWorks *(?P<g8>\\d+))?| *Algo(?: *(?P<g9>[A-Z][A-Z0-9_]*)| *(?P<g10>\\d+)) *proto(?: *(?P<g11>[A-Z][A-Z0-9_]*)| *(?P<g12>\\d+))(?: *time *(?P<g13>-?\\d+\\.\\d+(?:e[+-]?\\d+)?))?(?: *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g14>\\d+) *\\.\\. *(?P<g15>\\d+) *\\})?)$",
+        kind="coll_plan",
+        pattern="^(?P<ok>) *opCount *(?P<g1>[0-9a-fA-F]+) *slicesteps *(?P<g2>\\d+) *spl *(?P<g3>\\d+) *cpl *(?P<g4>\\d+) *nbytes *(?P<g5>\\d+) *\\->(?: *protocol| *llmode) *(?P<g6>\\d+) *nchannels *(?P<g7>\\d+) *nthreads *(?P<g8>\\d+) *, *nloops *(?P<g9>\\d+) *nsteps *(?P<g10>\\d+)(?: *chunksize *(?P<g11>\\d+))? *comm *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
-                name="function",
+                name="op_count_hex",
                 groups=("g1",),
-                convert="text",
+                convert="hex",
             ),
             FieldPattern(
-                name="mode",
+                name="slice_steps",
                 groups=("g2",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="bytes",
+                name="spl",
                 groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
-                name="copy",
+                name="cpl",
                 groups=("g4",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="kernel",
+                name="bytes",
                 groups=("g5",),
-                convert="text",
+                convert="int",
             ),
             FieldPattern(
-                name="nchannels",
+                name="protocol",
                 groups=("g6",),
                 convert="int",
             ),
             FieldPattern(
-                name="nthreads",
+                name="nchannels",
                 groups=("g7",),
                 convert="int",
             ),
             FieldPattern(
-                name="nworks",
+                name="nthreads",
                 groups=("g8",),
                 convert="int",
             ),
             FieldPattern(
-                name="algorithm",
-                groups=(
-                    "g9",
-                    "g10",
-                ),
-                convert="text",
-                mixed=(
-                    "text",
-                    "int",
-                ),
-            ),
-            FieldPattern(
-                name="protocol",
-                groups=(
-                    "g11",
-                    "g12",
-                ),
-                convert="text",
-                mixed=(
-                    "text",
-                    "int",
-                ),
-            ),
-            FieldPattern(
-                name="time",
-                groups=("g13",),
-                convert="float",
-            ),
-            FieldPattern(
-                name="channel_lo",
-                groups=("g14",),
+                name="nloops",
+                groups=("g9",),
                 convert="int",
             ),
             FieldPattern(
-                name="channel_hi",
-                groups=("g15",),
+                name="nsteps",
+                groups=("g10",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="chunk_size",
+                groups=("g11",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="comm",
+                groups=("g12",),
+                convert="text",
+            ),
+        ),
+        leads=("w:opCount",),
+    ),
+    KindPattern(
+        kind="coll_call",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv|AlltoAll|Gather|Scatter|PutSignal|Signal|WaitSignal|[A-Z][A-Za-z]+)):)? *opCount *(?P<g2>[0-9a-fA-F]+) *sendbuff *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *recvbuff *(?P<g4>(?:0x[0-9a-fA-F]+|\\(nil\\))) *count *(?P<g5>-?\\d+)(?: *size *(?P<g6>\\d+))?? *datatype *(?P<g7>\\d+) *op *(?P<g8>\\d+) *root *(?P<g9>-?\\d+) *comm *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\[nranks= *(?P<g11>\\d+) *\\] *stream *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="op",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="op_count_hex",
+                groups=("g2",),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="sendbuff",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="recvbuff",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="count",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="bytes",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="datatype",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="red_op",
+                groups=("g8",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="root",
+                groups=("g9",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="comm",
+                groups=("g10",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g11",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="stream",
+                groups=("g12",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:A",
+            "w:AllGather",
+            "w:AllReduce",
+            "w:AlltoAll",
+            "w:Broadcast",
+            "w:Gather",
+            "w:PutSignal",
+            "w:Recv",
+            "w:Reduce",
+            "w:ReduceScatter",
+            "w:Scatter",
+            "w:Send",
+            "w:Signal",
+            "w:WaitSignal",
+            "w:opCount",
+        ),
+    ),
+    KindPattern(
+        kind="graph_pattern",
+        pattern="^(?P<ok>) *Pattern *(?P<g1>\\d+) *, *crossNic *(?P<g2>\\d+) *, *nChannels *(?P<g3>\\d+) *,(?: *speed| *bw)(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */(?: *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g7>\\d+)) *,(?: *nvlink *(?P<g8>\\d+) *,)? *type(?: *(?P<g9>[A-Z][A-Z0-9_]*) */ *(?P<g10>[A-Z][A-Z0-9_]*)| *(?P<g11>\\d+)) *, *sameChannels *(?P<g12>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="pattern",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cross_nic",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nchannels",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="bw_intra",
+                groups=(
+                    "g4",
+                    "g5",
+                ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+            FieldPattern(
+                name="bw_inter",
+                groups=(
+                    "g6",
+                    "g7",
+                ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+            FieldPattern(
+                name="nvlink",
+                groups=("g8",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="type_intra",
+                groups=("g9",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="type_inter",
+                groups=("g10",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="type_id",
+                groups=("g11",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="same_channels",
+                groups=("g12",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Pattern",),
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *Error : *could not find CPU close to GPU *(?P<g1>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="gpu",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Error",),
+    ),
+    KindPattern(
+        kind="call_failed",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *failed *with error *\\S(?:.*?\\S)?(?: *errno *-?\\d+)?$",
+        fields=(),
+        leads=("w:Call",),
+        guard=True,
+        alternative=1,
+    ),
+    KindPattern(
+        kind="call_retry",
+        pattern="^(?P<ok>)(?: *[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+(?: *\\( *\\w+ *\\))?)? *Call to *[A-Za-z_]\\w*(?:\\(\\))? *returned *[^,\\s][^,]* *, *retrying$",
+        fields=(),
+        leads=(
+            "c:#",
+            "c:+",
+            "c:-",
+            "c:.",
+            "c:/",
+            "c:A",
+            "c:_",
+            "c:a",
+            "w:Call",
+        ),
+        guard=True,
+    ),
+    KindPattern(
+        kind="call_failed",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *(?:skipped, .*|not\\ supported)$",
+        fields=(),
+        leads=("w:Call",),
+        guard=True,
+        alternative=4,
+    ),
+    KindPattern(
+        kind="call_failed",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *failed *with *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=("w:Call",),
+        guard=True,
+        alternative=2,
+    ),
+    KindPattern(
+        kind="call_failed",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *timeout *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=("w:Call",),
+        guard=True,
+        alternative=3,
+    ),
+    KindPattern(
+        kind="call_failed",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *returned *\\d+$",
+        fields=(),
+        leads=("w:Call",),
+        guard=True,
+        alternative=5,
+    ),
+    KindPattern(
+        kind="call_failed",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *failed(?: *: *\\S(?:.*\\S)?)?$",
+        fields=(),
+        leads=("w:Call",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="ib_virtual_device",
+        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>\\d+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>\\d+) *ndevs= *(?P<g4>\\d+)(?: *rail= *(?P<g5>\\d+) *plane= *(?P<g6>\\d+))?$",
+        fields=(
+            FieldPattern(
+                name="index",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="speed",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="ndevs",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="rail",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="plane",
+                groups=("g6",),
+                convert="int",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="ib_no_device",
+        pattern="^(?P<ok>) *NET/IB *: *No device found\\.$",
+        fields=(),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="ib_device_error",
+        pattern="^(?P<ok>) *NET/IB *: *Unable to *(?P<g1>(?:query|open)) *(?:port_num|device|port) *(?P<g2>[^\\s:]+)$",
+        fields=(
+            FieldPattern(
+                name="action",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="device",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="ib_device_detail",
+        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>\\d+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>\\d+) */ *(?P<g5>[A-Za-z][\\w-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>\\d+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>\\d+)(?: *oooRqSize= *(?P<g11>\\d+))?$",
+        fields=(
+            FieldPattern(
+                name="index",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="uverbs",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="port",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="link_layer",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="provider",
+                groups=("g6",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="speed",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="context",
+                groups=("g8",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="pci_path",
+                groups=("g9",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="adaptive_routing",
+                groups=("g10",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="ooo_rq_size",
+                groups=("g11",),
+                convert="int",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="ib_data_direct",
+        pattern="^(?P<ok>)(?: *NET/IB *:)?? *Data Direct DMA Interface is detected for device(?: *:)?? *(?P<g1>[^\\s:]+)$",
+        fields=(
+            FieldPattern(
+                name="device",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Data",
+            "w:NET",
+        ),
+    ),
+    KindPattern(
+        kind="no_interface_found",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>Net) | *(?P<g2>NET/Socket)| *(?P<g3>Bootstrap)| *(?P<g4>NET/IB)) *:)? *(?:No|no) (?:usable listening |socket |IP )?interface found(?: *in the same subnet as remote address *(?P<g5>\\S+))?(?: *\\.)?$",
+        fields=(
+            FieldPattern(
+                name="component",
+                groups=(
+                    "g1",
+                    "g2",
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="remote_address",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Bootstrap",
+            "w:NET",
+            "w:Net",
+            "w:No",
+            "w:no",
+        ),
+    ),
+    KindPattern(
+        kind="ib_completion_error",
+        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>\\d+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>\\d+) *\\)| *(?P<g6>\\d+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>\\d+) *\\)| *(?P<g9>\\d+))(?:(?: *reqSize= *(?P<g10>\\d+)| *len= *(?P<g11>\\d+)))??(?: *vendor_err=| *vendor err) *(?P<g12>\\d+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>\\d+) *, *opcode *(?P<g15>\\d+) *, *len *(?P<g16>\\d+) *, *vendor err *(?P<g17>\\d+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
+        fields=(
+            FieldPattern(
+                name="gin",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_port",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="status_name",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="status",
+                groups=(
+                    "g5",
+                    "g6",
+                    "g14",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="opcode_name",
+                groups=("g7",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="opcode",
+                groups=(
+                    "g8",
+                    "g9",
+                    "g15",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="length",
+                groups=(
+                    "g10",
+                    "g11",
+                    "g16",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="vendor_err",
+                groups=(
+                    "g12",
+                    "g17",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="request_type",
+                groups=(
+                    "g13",
+                    "g18",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="local_gid",
+                groups=("g19",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="remote_gid",
+                groups=("g20",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="hca",
+                groups=("g21",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
+        kind="ib_devices",
+        pattern="^(?P<ok>) *NET/IB *: *Using(?:(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))*?(?: *\\[RO\\])? *; *OOB(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="ib_size_mismatch",
+        pattern="^(?P<ok>) *NET/IB *:(?: *req *\\d+ */ *\\d+ *tag *[0-9a-fA-F]+)??(?: *peer *[^\\s<>]+ *< *\\d+ *>)??(?: *posted incorrect receive info *: *size *\\d+(?: *\\S(?:.*\\S)?)?| *collective mismatch error(?: *,)?? *local size *\\d+ *remote(?: *size)?? *\\d+(?: *\\S(?:.*\\S)?)?)$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="ib_async_event",
+        pattern="^(?P<ok>) *NET/IB *:(?: *[^\\s:]+ *: *\\d+)?(?: *(?:Got\\ non\\-fatal\\ async\\ event|Got\\ async\\ error\\ event|Got\\ async\\ event) *: *\\S(?:.*\\S)?| *unknown event type *\\( *\\d+ *\\)| *async fatal event(?: *on *(?:SRQ|QP|CQ)(?: *,)??(?: *unused for now)? *\\( *(?:0x[0-9a-fA-F]+|\\(nil\\)) *\\)(?: *[^:]+)?)? *: *\\S(?:.*\\S)?| *GID table changed)$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="ib_qp_info",
+        pattern="^(?P<ok>) *NET/IB *:(?: *\\w+ *:)?(?: *(?:NCCL\\ MergedDev|NCCL\\ Dev|Dev))??(?: *\\d+)?(?: *IbDev)?? *\\d+ *Port *\\d+ *(?:qp_num|qpn) *\\d+ *mtu *\\d+(?: *\\S(?:.*\\S)?)?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="net_component_message",
+        pattern="^(?P<ok>)(?: *NET/Socket| *NET/MLX5| *NET/IB) *: *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="graph_loaded",
+        pattern="^(?P<ok>) *Search *(?P<g1>\\d+) *: *(?P<g2>\\d+) *channels loaded from XML graph$",
+        fields=(
+            FieldPattern(
+                name="pattern",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nchannels",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Search",),
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *Error: *failed to create shared memory file *(?P<g1>[^\\s,()]+) *, *error *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?) *\\( *(?P<g3>-?\\d+) *\\)$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error_text",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Error",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>) *Error: *failed to extend *(?P<g1>[^\\s,()]+) *to *(?P<g2>\\d+) *bytes(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="error_text",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Error",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="shm_error",
+        pattern="^(?P<ok>)(?: *Error:)?? *Could not map *(?P<g1>[^\\s,()]+)(?: *size *(?P<g2>\\d+)(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?)?$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="error_text",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="errno_num",
+                groups=("g4",),
                 convert="int",
             ),
         ),
         leads=(
-            "c:#",
-            "c:A",
-            "c:a",
+            "w:Could",
+            "w:Error",
         ),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="mnnvl_unavailable",
+        pattern="^(?P<ok>) *MNNVL *is not supported on this system$",
+        fields=(),
+        leads=("w:MNNVL",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="mnnvl_rack",
+        pattern="^(?P<ok>) *MNNVL *rack serial *(?P<g1>\\S+) *slot *(?P<g2>\\d+) *tray *(?P<g3>\\d+) *hostId *(?P<g4>\\d+) *peerType *(?P<g5>\\d+) *moduleId *(?P<g6>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="rack_serial",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="slot",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="tray",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="host_id",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_type",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="module_id",
+                groups=("g6",),
+                convert="int",
+            ),
+        ),
+        leads=("w:MNNVL",),
+    ),
+    KindPattern(
+        kind="mnnvl_fabric",
+        pattern="^(?P<ok>) *MNNVL *busId *(?P<g1>0x[0-9a-fA-F]+) *fabric UUID *(?P<g2>[0-9a-fA-F]+\\.[0-9a-fA-F]+) *cliqueId(?: *(?P<g3>0x[0-9a-fA-F]+)| *(?P<g4>[0-9a-fA-F]+)) *state *(?P<g5>\\d+) *healthMask *(?P<g6>0x[0-9a-fA-F]+)$",
+        fields=(
+            FieldPattern(
+                name="bus_id",
+                groups=("g1",),
+                convert="busid",
+            ),
+            FieldPattern(
+                name="fabric_uuid",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="clique_id",
+                groups=(
+                    "g3",
+                    "g4",
+                ),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="state",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="health_mask",
+                groups=("g6",),
+                convert="hex",
+            ),
+        ),
+        leads=("w:MNNVL",),
+    ),
+    KindPattern(
+        kind="mnnvl_clique",
+        pattern="^(?P<ok>) *MNNVL *(?P<g1>\\d+) *cliqueId(?: *(?P<g2>0x[0-9a-fA-F]+)| *(?P<g3>[0-9a-fA-F]+)) *cliqueSize *(?P<g4>\\d+) *cliqueRank *(?P<g5>\\d+)(?: *nvlDomainSize *(?P<g6>\\d+))?$",
+        fields=(
+            FieldPattern(
+                name="mnnvl",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="clique_id",
+                groups=(
+                    "g2",
+                    "g3",
+                ),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="clique_size",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="clique_rank",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvl_domain_size",
+                groups=("g6",),
+                convert="int",
+            ),
+        ),
+        leads=("w:MNNVL",),
+    ),
+    KindPattern(
+        kind="mnnvl_unavailable",
+        pattern="^(?P<ok>) *MNNVL *\\(cliqueSize *(?P<g1>\\d+) *\\) *is available but not *(?P<g2>(?:supported|working)) *on this system\\.(?: *(?P<g3>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="clique_size",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="problem",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="advice",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("w:MNNVL",),
+    ),
+    KindPattern(
+        kind="plugin_not_found",
+        pattern="^(?P<ok>) *(?P<g1>Tuner) *: *no plugin found *' *(?P<g2>[^\\s()',.][^\\s()',]*?) *'(?: *, *(?:using|Using) *(?P<g3>[^.\\s](?:[^.]*[^.\\s])?)(?: *\\.)?| *\\.(?: *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?)(?: *\\.)?)?)$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="libraries",
+                groups=("g2",),
+                convert="text",
+                items=("",),
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=(
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=("w:Tuner",),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="trees",
+        pattern="^(?P<ok>) *Trees(?:(?:(?: *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?))+)?$",
+        fields=(),
+        leads=("w:Trees",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="net_plugin_device_api",
+        pattern="^(?P<ok>) *Using *(?P<g1>(?:NCCL_NET_DEVICE_UNPACK|non\\-device)) *net plugin version *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="device_api",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="version",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Using",),
+    ),
+    KindPattern(
+        kind="init_threads",
+        pattern="^(?P<ok>) *Using *(?P<g1>\\d+) *threads$",
+        fields=(
+            FieldPattern(
+                name="threads",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Using",),
+    ),
+    KindPattern(
+        kind="tree_threads",
+        pattern="^(?P<ok>) *Using *(?P<g1>\\d+) *threads, *Min Comp Cap *(?P<g2>\\d+) *, *Trees *(?P<g3>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="nthreads",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="min_comp_cap",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="trees_mode",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Using",),
+    ),
+    KindPattern(
+        kind="using_network",
+        pattern="^(?P<ok>) *Using *(?:internal|external) *Network *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="network",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Using",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="hint",
+        pattern="^(?P<ok>) *HINT: *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="detail",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:HINT",),
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>\\d+)(?: *\\[ *(?P<g3>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g4>)| *\\->) *(?P<g5>\\d+)(?: *\\[ *(?P<g6>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g7>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g8>direct shared memory)| *(?P<g9>SHM)(?P<g10>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))| *(?P<g11>NET)/ *(?P<g12>[^\\/\\s][^\\/]*?)/ *(?P<g13>\\d+)(?: *\\( *(?P<g14>\\d+) *\\))?(?:(?P<g15>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))?| *(?P<g16>P2P)/ *(?P<g17>IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*)(?: */ *(?P<g18>\\d+) *\\[ *(?P<g19>[0-9a-fA-F]+)\\])?(?:(?P<g20>(?: *\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))+))?)(?: *comm *(?P<g21>0x[0-9a-fA-F]+|\\(nil\\)) *nRanks *(?P<g22>\\d+))?$",
+        pattern="^(?P<ok>)(?: *CollNet| *Coll) *(?P<g1>\\d+)(?: */ *(?P<g2>\\d))?? *: *(?P<g3>\\d+) *\\[ *(?P<g4>(?:receive|send)) *\\] *via *(?P<g5>COLLNET)/ *(?P<g6>[^\\/\\s][^\\/]*?)/ *(?P<g7>\\d+)(?:(?P<g8>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?$",
+        fields=(
+            FieldPattern(
+                name="channel",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="conn_index",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="from_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="direction",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="transport",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="net_name",
+                groups=("g6",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="net_dev",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="flags",
+                groups=("g8",),
+                convert="text",
+                items=("((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",),
+            ),
+        ),
+        leads=(
+            "w:Coll",
+            "w:CollNet",
+        ),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="comm_summary",
+        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?\\d+)(?: *nranks| *nRanks) *(?P<g3>\\d+) *nNodes *(?P<g4>\\d+) *localRanks *(?P<g5>\\d+) *localRank *(?P<g6>\\d+) *MNNVL *(?P<g7>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="comm",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nnodes",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="local_ranks",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="local_rank",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="mnnvl",
+                groups=("g7",),
+                convert="int",
+            ),
+        ),
+        leads=("w:comm",),
+    ),
+    KindPattern(
+        kind="usage_error",
+        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *(?P<g2>has already been destroyed)$",
+        fields=(
+            FieldPattern(
+                name="comm",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="usage_problem",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:comm",),
+        alternative=3,
+    ),
+    KindPattern(
+        kind="comm_init",
+        pattern="^(?P<ok>)(?: *\\[Rank *(?P<g1>-?\\d+) *\\])??(?: *(?P<g2>nccl\\w+) )? *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?\\d+)(?: *nranks| *nRanks) *(?P<g5>\\d+)(?: *cudaDev *(?P<g6>\\d+))?(?: *nvmlDev *(?P<g7>\\d+))?(?: *busId *(?P<g8>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *parent *(?P<g9>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *childCount *(?P<g10>\\d+)| *splitCount *(?P<g11>\\d+)))? *color *(?P<g12>-?\\d+) *key *(?P<g13>-?\\d+))??(?: *commId *(?P<g14>0x[0-9a-fA-F]+))? *\\-(?: *Init)?? *(?P<g15>(?:COMPLETE|START|END))$",
+        fields=(
+            FieldPattern(
+                name="rank_tag",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="api",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="comm",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cuda_dev",
+                groups=("g6",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvml_dev",
+                groups=("g7",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="bus_id",
+                groups=("g8",),
+                convert="busid",
+            ),
+            FieldPattern(
+                name="parent",
+                groups=("g9",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="child_count",
+                groups=("g10",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="split_count",
+                groups=("g11",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="color",
+                groups=("g12",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="key",
+                groups=("g13",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="comm_id",
+                groups=("g14",),
+                convert="hex",
+            ),
+            FieldPattern(
+                name="phase",
+                groups=("g15",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "c:[",
+            "c:a",
+            "w:comm",
+        ),
+    ),
+    KindPattern(
+        kind="comm_teardown",
+        pattern="^(?P<ok>) *comm *(?:0x[0-9a-fA-F]+|\\(nil\\)) *rank *-?\\d+(?: *nranks| *nRanks) *\\d+(?: *cudaDev *\\d+)?(?: *nvmlDev *\\d+)?(?: *busId *[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)? *\\- *(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort) *(?:COMPLETE|START|END)(?: *, *result *-?\\d+)?$",
+        fields=(),
+        leads=("w:comm",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="connected",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *Connected *(?P<g2>(?:collnet\\ \\+\\ chain|binomial\\ trees|NVLS\\ tree|CollNet))$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="what_other",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:rank",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="rank_info",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *nranks *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:rank",),
+    ),
+    KindPattern(
+        kind="rank_error",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *exceeds *ndev= *(?P<g2>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:rank",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="p2p_error",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *failed to get CUDA IPC handle to device *(?P<g2>\\d+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?\\d+)(?: *(?P<g5>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="peer_dev",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="bus_id",
+                groups=("g3",),
+                convert="busid",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cuda_error",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=("w:rank",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="graph_tree",
+        pattern="^(?P<ok>) *Tree *(?P<g1>\\d+) *: *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\->(?P<g4> *-?\\d+(?: */ *-?\\d+)*)$",
+        fields=(
+            FieldPattern(
+                name="channel",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="up",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="me",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="downs",
+                groups=("g4",),
+                convert="int",
+                items=("(-?\\d+)",),
+            ),
+        ),
+        leads=("w:Tree",),
+    ),
+    KindPattern(
+        kind="topo_error",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *requires NIC *(?P<g2>[0-9a-fA-F]+) *but that NIC is not available for rank *(?P<g3>-?\\d+)$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nic",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Rank",),
+        alternative=8,
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?\\d+) *on channel *(?P<g4>\\d+)(?: */ *\\d+)?$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="direction_word",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="channel",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Rank",),
+        alternative=4,
+    ),
+    KindPattern(
+        kind="split_no_color",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *has color with NCCL_SPLIT_NOCOLOR *, *not creating a new communicator$",
+        fields=(
+            FieldPattern(
+                name="rank",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Rank",),
+    ),
+    KindPattern(
+        kind="ring_order",
+        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *:(?P<g2>(?: *\\d+)+)$",
+        fields=(
+            FieldPattern(
+                name="channel",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="ranks",
+                groups=("g2",),
+                convert="int",
+                items=(" *(\\d+)",),
+            ),
+        ),
+        leads=("w:Ring",),
+    ),
+    KindPattern(
+        kind="ring_neighbors",
+        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>-?\\d+)  *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)$",
+        fields=(
+            FieldPattern(
+                name="channel",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="prev",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="me",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="next",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Ring",),
+    ),
+    KindPattern(
+        kind="connection",
+        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>\\d+)(?: *\\[ *(?P<g3>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g4>)| *\\->) *(?P<g5>\\d+)(?: *\\[ *(?P<g6>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g7>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g8>direct shared memory)| *(?P<g9>SHM)(?P<g10>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))| *(?P<g11>NET)/ *(?P<g12>[^\\/\\s][^\\/]*?)/ *(?P<g13>\\d+)(?: *\\( *(?P<g14>\\d+) *\\))?(?:(?P<g15>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?| *(?P<g16>P2P)/ *(?P<g17>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g18>\\d+) *\\[ *(?P<g19>[0-9a-fA-F]+)\\])?(?:(?P<g20>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g21>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g22>\\d+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7181,9 +7137,9 @@ KINDS: tuple[KindPattern, ...] = (
                 ),
                 convert="text",
                 items=(
-                    "(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",
-                    "(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",
-                    "(\\/[A-Za-z]\\w*|\\([A-Za-z]+\\))",
+                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
                 ),
             ),
             FieldPattern(
@@ -7230,351 +7186,39 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:Ring",),
     ),
     KindPattern(
-        kind="topo_error",
-        pattern="^(?P<ok>) *NVML failure *' *(?P<g1>[^']+) *'$",
+        kind="uds_error",
+        pattern="^(?P<ok>) *UDS: *(?P<g1>Cannot (?:bind|connect) .*)$",
         fields=(
             FieldPattern(
-                name="error_quoted",
+                name="uds_message",
                 groups=("g1",),
                 convert="text",
             ),
         ),
-        leads=("w:NVML",),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="cuda_failure",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Cuda failure(?: *(?P<g3>\\d+))? *'(?: *(?P<g4>[^'\\s](?:[^']*[^'\\s])?))? *'$",
-        fields=(
-            FieldPattern(
-                name="code_location",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code_func",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="cuda_code",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:+",
-            "c:-",
-            "c:.",
-            "c:/",
-            "c:A",
-            "c:_",
-            "c:a",
-            "w:Cuda",
-        ),
-    ),
-    KindPattern(
-        kind="duplicate_gpu",
-        pattern="^(?P<ok>) *Multiple [Rr]anks (?:detected using|are using) the same GPU *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="detail",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Multiple",),
+        leads=("w:UDS",),
         alternative=1,
     ),
     KindPattern(
-        kind="using_network",
-        pattern="^(?P<ok>) *Using network *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="network",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Using",),
-    ),
-    KindPattern(
-        kind="plugin_loaded",
-        pattern="^(?P<ok>) *P2P plugin *(?P<g1>\\S(?:.*?\\S)??)$",
-        fields=(
-            FieldPattern(
-                name="plugin_name",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:P2P",),
-        alternative=4,
-    ),
-    KindPattern(
-        kind="shm_error",
-        pattern="^(?P<ok>)(?: *Error:)?? *Could not map *(?P<g1>[^\\s,()]+)(?: *size *(?P<g2>\\d+)(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?)?$",
-        fields=(
-            FieldPattern(
-                name="path",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="error_text",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="errno_num",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:Could",
-            "w:Error",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="library_open_failed",
-        pattern="^(?P<ok>) *(?:Failed to|Count not) open  *(?P<g1>lib[\\w.\\[\\]-]+)(?: *\\- *(?P<g2>\\S(?:.*\\S)?))?$",
-        fields=(
-            FieldPattern(
-                name="library",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:Count",
-            "w:Failed",
-        ),
-    ),
-    KindPattern(
-        kind="library_call_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:nccl|nvml|cu|cuda|gdr_)[A-Za-z0-9_]*)| *(?P<g2>GDRCOPY))(?P<g3>\\([^()]*\\)) *failed *: *(?P<g4>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="args",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:a",
-            "w:GDRCOPY",
-        ),
-    ),
-    KindPattern(
-        kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)?) *(?P<g2>\\S(?:.*?\\S)??)(?:(?: *\\(v *(?P<g3>\\d+) *\\)| *\\.))?$",
-        fields=(
-            FieldPattern(
-                name="plugin_type",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="plugin_name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="version",
-                groups=("g3",),
-                convert="int",
-            ),
-        ),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-    ),
-    KindPattern(
-        kind="library_call_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:nccl|nvml|cu|cuda|gdr_)[A-Za-z0-9_]*)| *(?P<g2>GDRCOPY))failure *(?P<g3>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="function",
-                groups=(
-                    "g1",
-                    "g2",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="error",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:a",
-            "w:GDRCOPY",
-        ),
-        alternative=2,
-    ),
-    KindPattern(
-        kind="env_setting",
-        pattern="^(?P<ok>) *(?P<g1>NCCL_[A-Z0-9_]+) *set(?: *(?:from\\ environment|by\\ environment))? *to(?: *(?P<g2>-?\\d+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))(?: *\\.)?$",
-        fields=(
-            FieldPattern(
-                name="name",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="value",
-                groups=(
-                    "g2",
-                    "g3",
-                    "g4",
-                ),
-                convert="text",
-            ),
-        ),
-        leads=("c:A",),
-    ),
-    KindPattern(
-        kind="topo_net",
-        pattern="^(?P<ok>) *TOPO/NET :(?: *Made vNic  *(?P<g1>\\d+)| *(?P<g2>\\S(?:.*\\S)?))$",
-        fields=(
-            FieldPattern(
-                name="vnic",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="message",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:TOPO",),
-    ),
-    KindPattern(
-        kind="plugin_load_failed",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *\\S(?:.*\\S)?$",
+        kind="uds_error",
+        pattern="^(?P<ok>) *UDS: *(?:Receiving\\ data\\ over\\ socket|Sending\\ data\\ over\\ socket|Socket\\ creation\\ error|Binding\\ to\\ socket)(?: *[^\\s:]+)?(?: *failed)?(?: *:(?: *[^\\s(\\d][^(]*[^\\s(] *\\( *-?\\d+ *\\)| *-?\\d+))?$",
         fields=(),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
+        leads=("w:UDS",),
         guard=True,
-        alternative=2,
     ),
     KindPattern(
-        kind="net_component_message",
-        pattern="^(?P<ok>)(?: *(?P<g1>NET/Socket)| *(?P<g2>NET/MLX5)| *(?P<g3>NET/IB)) *: *(?P<g4>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="component",
-                groups=(
-                    "g1",
-                    "g2",
-                    "g3",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="message",
-                groups=("g4",),
-                convert="text",
-            ),
-        ),
+        kind="socket_interfaces",
+        pattern="^(?P<ok>) *NET *: *Using interface(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?$",
+        fields=(),
         leads=("w:NET",),
+        guard=True,
+        alternative=1,
     ),
     KindPattern(
-        kind="return_code",
-        pattern="^(?P<ok>) *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))? *\\-> *(?P<g3>\\d+)(?: *\\( *(?P<g4>[^()\\s](?:[^()]*[^()\\s])?) *\\))?(?: *\\[ *(?P<g5>[^\\[\\]\\s](?:[^\\[\\]]*[^\\[\\]\\s])?) *\\])?$",
-        fields=(
-            FieldPattern(
-                name="code_location",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code_func",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="errno",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="thread",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "c:#",
-            "c:+",
-            "c:-",
-            "c:.",
-            "c:/",
-            "c:A",
-            "c:_",
-            "c:a",
-        ),
-    ),
-    KindPattern(
-        kind="hint",
-        pattern="^(?P<ok>) *HINT: *(?P<g1>\\S(?:.*\\S)?)$",
-        fields=(
-            FieldPattern(
-                name="detail",
-                groups=("g1",),
-                convert="text",
-            ),
-        ),
-        leads=("w:HINT",),
+        kind="interface_in_subnet",
+        pattern="^(?P<ok>) *NET *: *Found interface(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)? *in the same subnet as remote address *\\S+$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
     ),
     KindPattern(
         kind="ras_event",
@@ -7587,6 +7231,138 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:RAS",),
+    ),
+    KindPattern(
+        kind="ras_event",
+        pattern="^(?P<ok>) *RAS$$",
+        fields=(),
+        leads=("w:RAS",),
+        alternative=1,
+    ),
+    KindPattern(
+        kind="cc_mode",
+        pattern="^(?P<ok>) *CC *(?P<g1>(?:Off|On)) *,(?: *Multi\\-GPU CC *(?P<g2>(?:Off|On)) *,)?? *workFifoBytes *(?P<g3>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="cc",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="multi_gpu_cc",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="work_fifo_bytes",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
+        leads=("w:CC",),
+    ),
+    KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *\\[ *[A-Za-z_]\\w* *\\] *Failed to *(?:WSAPoll|Accept|create|Poll|set) *CUDA context on device *-?\\d+ *with error *\\d+(?: *, *\\S(?:.*\\S)?)?(?: *\\.)?$",
+        fields=(),
+        leads=("c:[",),
+        guard=True,
+        alternative=13,
+    ),
+    KindPattern(
+        kind="topo_link",
+        pattern="^(?P<ok>) *\\+ *(?P<g1>[A-Z0-9]+)\\[(?: *(?P<g2>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g3>\\d+)) *\\] *\\- *(?P<g4>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g5>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g6> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g7>\\d+) *\\])?)?$",
+        fields=(
+            FieldPattern(
+                name="link_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="link_bw",
+                groups=(
+                    "g2",
+                    "g3",
+                ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+            FieldPattern(
+                name="node_type",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="node_id",
+                groups=("g5",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="attrs",
+                groups=("g6",),
+                convert="text",
+                items=("([^\\/()\\s]+)",),
+            ),
+            FieldPattern(
+                name="mlopart",
+                groups=("g7",),
+                convert="int",
+            ),
+        ),
+        leads=("c:+",),
+    ),
+    KindPattern(
+        kind="net_plugin_provider_not_found",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *(?:No eligible providers|Couldn't find any optimal provider|Unable to find a protocol|No providers? (?:found|available)|Could not find any (?:optimal )?provider).*$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="net_plugin_env_set",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]*(?: *Running on *\\S+ *platform *,)? *Setting *\\S+ *environment variable to *\\S+?(?: *\\.)?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="net_plugin_version",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *(?:Using|Initializing) *(?:aws\\-ofi\\-nccl|Libfabric|libfabric)(?: *version)?? *\\S+$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="ofi_provider_selected",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *Selected Provider is *[^\\s()]+(?: *\\( *found *\\d+ *nics *\\))?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="net_plugin_error",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *OFI NCCL failure *: *-?\\d+$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
+        kind="tuning_table_row",
+        pattern="^(?P<ok>) *[A-Z][A-Za-z]* *\\|(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)? */ *-?\\d+\\.\\d+(?:e[+-]?\\d+)? *\\|)+$",
+        fields=(),
+        leads=("c:A",),
+        guard=True,
+        alternative=4,
+    ),
+    KindPattern(
+        kind="net_plugin_message",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *\\S(?:.*\\S)?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
     ),
 )
 
@@ -7612,8 +7388,24 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="rule ib_device names its alternatives differently",
     ),
     LarkOnly(
+        kind="ib_qp_info",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+    ),
+    LarkOnly(
+        kind="library_open_failed",
+        reason="NET_OPEN_FAILED reads `Failed to open` only before libibverbs, libmlx5 or libgdrapi (a lookahead past the blank), which the pattern cannot check: it would take library_call_failed's `Failed to open libnvidia-ml.so`",
+    ),
+    LarkOnly(
+        kind="dlsym_failed",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+    ),
+    LarkOnly(
         kind="plugin_load_failed",
         reason="its catch-all `<TYPE>/Plugin: <error>` takes text Lark's lexer gives to the specific plugin kinds first, and Lark then rejects (a plugin line with a spliced writer's tail)",
+    ),
+    LarkOnly(
+        kind="plugins_disabled",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
     ),
     LarkOnly(
         kind="ofi_provider_selected",
@@ -7643,6 +7435,45 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         kind="gdr_path",
         reason="lookaround inside '(?!distance)[^)]+'",
         alternatives=(0,),
+    ),
+    LarkOnly(
+        kind="socket_connect_failed",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+        alternatives=(
+            0,
+            2,
+            3,
+            4,
+        ),
+    ),
+    LarkOnly(
+        kind="socket_connect_give_up",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+    ),
+    LarkOnly(
+        kind="socket_io_failed",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+    ),
+    LarkOnly(
+        kind="net_component_message",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+    ),
+    LarkOnly(
+        kind="socket_error",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+        alternatives=(
+            1,
+            2,
+            3,
+        ),
+    ),
+    LarkOnly(
+        kind="ib_async_event",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+    ),
+    LarkOnly(
+        kind="ib_size_mismatch",
+        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
     ),
     LarkOnly(
         kind="trees",
@@ -7681,6 +7512,15 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     LarkOnly(
         kind="call_retry",
         reason="lookaround inside '(?!connect +returned\\\\b)(?!recv +failed\\\\b)[A-Za-z_]\\\\w*(\\\\(\\\\))?'",
+    ),
+    LarkOnly(
+        kind="proxy_error",
+        reason="INIT_PROXY_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+        alternatives=(
+            6,
+            11,
+            13,
+        ),
     ),
     LarkOnly(
         kind="api_arg_error",
