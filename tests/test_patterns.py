@@ -317,9 +317,13 @@ def test_patterns_are_current() -> None:
 @pytest.mark.parametrize(
     ("regex", "expected"),
     [
-        ("P2P(?=\\/)", generate.Translated("P2P", glue=True, lossy=True)),
-        ("\\d+ (?=\\S+:\\d+:\\d+)", generate.Translated("\\d+ ", lossy=True)),
-        ("RAS(?= )", generate.Translated("RAS", consume=" ")),
+        ("P2P(?=\\/)", generate.Translated("P2P", glue=True, lossy=True, ahead="\\/")),
+        (
+            "\\d+ (?=\\S+:\\d+:\\d+)",
+            generate.Translated("\\d+ ", lossy=True, ahead="\\S+:\\d+:\\d+"),
+        ),
+        ("RAS(?= )", generate.Translated("RAS", consume=" ", ahead=" ")),
+        ("\\S+?(?=\\.? )", generate.Translated("\\S+?", lossy=True, ahead="\\.? ")),
         ("\\d+$", generate.Translated("\\d+$")),
         ("(a|b)x", generate.Translated("(?:a|b)x")),
         ("[^\\s:\\[\\]()|>]", generate.Translated("[^\\s:\\[\\]()|>]")),

@@ -104,6 +104,9 @@ class Translated:
     consume: str = ""
     glue: bool = False
     lossy: bool = False
+    #: the trailing positive lookahead, any lookaround in it left out: what a prefix test
+    #: (dispatch) may read after the token
+    ahead: str = ""
 
 
 def _group_end(regex: str, start: int) -> int:
@@ -229,6 +232,8 @@ def _without_lookaround(regex: str) -> str:
 
 
 _TAIL_LITERAL = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\\[\](){}*+?|.$^ ])\$")
+#: a lazy repetition
+_LAZY = re.compile(r"(?<!\\)[*+?}]\?")
 #: a lookahead that opens with one literal character (escaped or plain), not made optional
 _LEADING_CHAR = re.compile(r"(?:\\[^A-Za-z0-9]|[^\\\[\](){}*+?|.$^ ])(?![?*{])")
 
@@ -237,10 +242,16 @@ def translate(regex: str, loose: bool = False) -> Translated:
     """A terminal's regex in Rust's dialect (see the module docstring for lookaheads). Loose:
     every lookaround left out, a superset of the terminal."""
     if loose:
-        return Translated(_rewrite(_without_lookaround(regex)))
+        try:
+            ahead = translate(regex).ahead
+        except Unsupported:
+            ahead = ""
+        return Translated(_rewrite(_without_lookaround(regex)), ahead=ahead)
     consume = ""
     glue = False
     lossy = False
+    negative = True
+    body = ""
     # a trailing lookaround at the top level, the only place one is turned into something else
     tail = None
     if regex.endswith(")") and not _top_level_alternation(regex):
@@ -287,7 +298,13 @@ def translate(regex: str, loose: bool = False) -> Translated:
         regex = head
     if "(?=" in regex or "(?!" in regex or "(?<" in regex:
         raise Unsupported(f"lookaround inside {regex!r}")
-    return Translated(_rewrite(regex), consume, glue, lossy)
+    ahead = ""
+    if tail is not None and not negative:
+        try:
+            ahead = _rewrite(_without_lookaround(body))
+        except Unsupported:
+            ahead = ""
+    return Translated(_rewrite(regex), consume, glue, lossy, ahead)
 
 
 def _grouped(tr: Translated) -> Translated:
@@ -640,13 +657,29 @@ class Emitter:
         if isinstance(term.pattern, PatternStr):
             text = str(term.pattern.value)
             return escape(text), lead_of_literal(text), Translated(escape(text))
+        if not self.loose:
+            full = translate(term.pattern.to_regexp())
+            if full.lossy and "$" in full.ahead and _LAZY.search(full.regex):
+                # a lazy token ends where its lookahead first holds; in the pattern, where the
+                # tokens after it first match: where the lookahead reads to the end of the
+                # message, the pattern's tokens can end the message elsewhere (a trailing `.`)
+                raise Unsupported(
+                    f"{name} ends where the rest of the message matches `{full.ahead}`, "
+                    "which a regex cannot check"
+                )
         if term.priority < 0 and not self.loose:
             raise Unsupported(
                 f"{name} (priority {term.priority}) only wins where no other token does, "
                 "which a regex cannot say"
             )
         tr = _grouped(translate(term.pattern.to_regexp(), loose=self.loose))
-        return tr.regex, regex_leads(tr.regex + ("\x00" if tr.glue else tr.consume)), tr
+        leads = regex_leads(tr.regex + ("\x00" if tr.glue else tr.consume))
+        if leads is None or any(lead.startswith("c:") for lead in leads):
+            # no word to look up: the message is tested with the token itself, anchored
+            # (with its lookahead: for a prefix test, `(?=X)` is X read after the token)
+            ahead = f"(?:{tr.ahead})" if tr.ahead else tr.consume
+            leads = frozenset({f"r:{tr.regex}{ahead}"})
+        return tr.regex, leads, tr
 
     def emit(self, node: Any, field_name: str | None) -> tuple[str, frozenset[str] | None, bool]:
         if isinstance(node, Tree):

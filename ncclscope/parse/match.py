@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ncclscope.parse.pattern_types import Convert, FieldPattern, KindPattern
+from ncclscope.parse.pattern_types import Convert, FieldPattern
 from ncclscope.parse.patterns import ENVELOPE, KINDS, LARK_ONLY
 
 __all__ = [
@@ -67,11 +67,14 @@ def fully_covered_kinds() -> frozenset[str]:
 def envelope_columns(texts: pl.Series) -> pl.DataFrame:
     """One row per envelope text (what stands before the level word): the envelope fields as
     typed columns and ``ok``, False where the pattern did not take the text whole (ask Lark)."""
+    # A chunk holds few distinct envelopes (one per process and thread, unless every line is
+    # stamped): the pattern runs once per distinct text, joined back to the rows.
+    rows, distinct = _distinct(texts)
     # Lark reads the text with its leading blanks stripped (LineParser._parse_envelope).
-    frame = pl.DataFrame({"text": texts.cast(pl.String)}).select(
-        pl.col("text").str.strip_chars_start().str.extract_groups(ENVELOPE.pattern).alias("m")
-    )
-    caps = frame.unnest("m")
+    caps = distinct.select(
+        pl.col("uid"),
+        pl.col("text").str.strip_chars_start().str.extract_groups(ENVELOPE.pattern).alias("m"),
+    ).unnest("m")
     by_field: dict[str, list[pl.Expr]] = {}
     for g in ENVELOPE.groups:
         expr = pl.col(g.group)
@@ -89,7 +92,16 @@ def envelope_columns(texts: pl.Series) -> pl.DataFrame:
             columns.append(pl.lit(None, dtype=dtype).alias(name))
         else:
             columns.append(pl.coalesce(exprs).cast(dtype).alias(name))
-    return caps.select(columns)
+    typed = caps.select(pl.col("uid"), *columns)
+    return rows.join(typed, on="uid", how="left", maintain_order="left").drop("uid")
+
+
+def _distinct(texts: pl.Series) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(row -> uid per input row, the distinct texts with their uid)."""
+    frame = pl.DataFrame({"text": texts.cast(pl.String)})
+    distinct = frame.unique(maintain_order=True).with_row_index("uid")
+    rows = frame.join(distinct, on="text", how="left", maintain_order="left", nulls_equal=True)
+    return rows.select("uid"), distinct
 
 
 ENVELOPE_OK = "ok"
@@ -131,18 +143,20 @@ def lead_keys(messages: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 @functools.cache
-def _dispatch_tables() -> tuple[pl.DataFrame, pl.DataFrame, list[int]]:
-    """word -> candidate pattern indexes, class -> candidate indexes, and the indexes of the
-    patterns every message is a candidate for."""
+def _dispatch_tables() -> tuple[pl.DataFrame, pl.DataFrame, list[int], dict[str, list[int]]]:
+    """word -> candidate pattern indexes, class -> candidate indexes, the indexes of the
+    patterns every message is a candidate for, and first-token regex -> candidate indexes."""
     words: dict[str, list[int]] = {}
     classes: dict[str, list[int]] = {}
+    regexes: dict[str, list[int]] = {}
     anywhere: list[int] = []
     for i, k in enumerate(KINDS):
         if not k.leads:
             anywhere.append(i)
         for lead in k.leads:
             kind_of, _, key = lead.partition(":")
-            (words if kind_of == "w" else classes).setdefault(key, []).append(i)
+            table = {"w": words, "c": classes, "r": regexes}[kind_of]
+            table.setdefault(key, []).append(i)
     wt = pl.DataFrame(
         {"word": list(words), "by_word": list(words.values())},
         schema={"word": pl.String, "by_word": pl.List(pl.UInt16)},
@@ -151,7 +165,7 @@ def _dispatch_tables() -> tuple[pl.DataFrame, pl.DataFrame, list[int]]:
         {"cls": list(classes), "by_cls": list(classes.values())},
         schema={"cls": pl.String, "by_cls": pl.List(pl.UInt16)},
     )
-    return wt, ct, anywhere
+    return wt, ct, anywhere, regexes
 
 
 def _convert(expr: pl.Expr, convert: Convert) -> pl.Expr:
@@ -250,73 +264,128 @@ def _kind_exprs(index: int) -> tuple[list[pl.Expr], pl.Expr]:
     return values, bad_any
 
 
-def _extract(kp: KindPattern, index: int, rows: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``rows`` (row, msg) this kind's pattern takes, as typed field columns."""
+@functools.cache
+def _captures(index: int) -> pl.Expr:
+    """The pattern's capture expression, built (and its regex checked) once per process."""
+    return pl.col("msg").str.extract_groups(KINDS[index].pattern).alias("m")
+
+
+def _extract(index: int, rows: pl.DataFrame) -> pl.LazyFrame:
+    """The rows of ``rows`` (row, msg) this pattern takes, as typed field columns (a row whose
+    value does not convert, an int beyond 64 bits, is left out: Lark reads it)."""
     values, bad = _kind_exprs(index)
-    caps = rows.select(
-        pl.col("row"), pl.col("msg").str.extract_groups(kp.pattern).alias("m")
-    ).unnest("m")
-    taken = caps.filter(pl.col("ok").is_not_null())
-    if taken.height == 0:
-        return taken.select(pl.col("row"))
-    out = taken.select(pl.col("row"), *values, bad.alias("_bad"))
-    return out.filter(~pl.col("_bad")).drop("_bad")
+    return (
+        rows.lazy()
+        .select(pl.col("row"), _captures(index))
+        .unnest("m")
+        .filter(pl.col("ok").is_not_null())
+        .select(pl.col("row"), *values, bad.alias("_bad"))
+        .filter(~pl.col("_bad"))
+        .drop("_bad")
+    )
+
+
+#: candidate rounds run one pattern per row before the rest are batched
+_ROUNDS = 2
 
 
 def message_columns(messages: pl.Series) -> MessageTables:
     """Type a column of messages (``part.message.strip()``: what follows the level word)."""
-    words, classes, anywhere = _dispatch_tables()
-    empty = pl.lit([], dtype=pl.List(pl.UInt16))
-    word, cls = lead_keys(pl.col("msg"))
-    frame = (
-        pl.DataFrame({"msg": messages.cast(pl.String)})
-        .with_row_index("row")
-        .with_columns(word.alias("word"), cls.alias("cls"))
-        .join(words, on="word", how="left")
-        .join(classes, on="cls", how="left")
-        .select(
-            "row",
-            "msg",
-            # the patterns are stored in the order they are to be tried
-            pl.concat_list(
-                pl.col("by_word").fill_null(empty),
-                pl.col("by_cls").fill_null(empty),
-                pl.lit(anywhere, dtype=pl.List(pl.UInt16)),
-            )
-            .list.sort()
-            .alias("cand"),
-        )
-        .filter(pl.col("cand").list.len() > 0)
+    words, classes, anywhere, regexes = _dispatch_tables()
+    word, cls = lead_keys(pl.col("text"))
+    # Init messages repeat across ranks and communicators: each distinct text is typed once
+    # ("row" below is a distinct text's id until the tables are joined back to the input rows).
+    rows, distinct = _distinct(messages)
+    # A message's dispatch keys: its first word, its first character's class, and which
+    # first-token regexes it starts with. Few messages differ in all of these, so the order of
+    # candidate patterns is worked out once per distinct signature, in Python, and joined.
+    hits = [f"h{i}" for i in range(len(regexes))]
+    keyed = distinct.select(
+        pl.col("uid").alias("row"),
+        pl.col("text").alias("msg"),
+        word.alias("word"),
+        cls.alias("cls"),
+        *(
+            pl.col("text").str.contains(f"^(?:{rx})").alias(h)
+            for h, rx in zip(hits, regexes, strict=True)
+        ),
+    )
+    keys = ["word", "cls", *hits]
+    signatures = keyed.select(keys).unique(maintain_order=True).with_row_index("sig")
+    by_word = dict(zip(words["word"], words["by_word"].to_list(), strict=True))
+    by_cls = dict(zip(classes["cls"], classes["by_cls"].to_list(), strict=True))
+    regex_indexes = list(regexes.values())
+    steps: list[tuple[int, int, int]] = []
+    for sig, w, c, *flags in signatures.iter_rows():
+        cand = set(by_word.get(w, ())) | set(by_cls.get(c, ())) | set(anywhere)
+        for flag, indexes in zip(flags, regex_indexes, strict=True):
+            if flag:
+                cand.update(indexes)
+        # the patterns are stored in the order they are to be tried
+        steps.extend((sig, rnd, k) for rnd, k in enumerate(sorted(cand)))
+    plan = pl.DataFrame(
+        steps, schema={"sig": pl.UInt32, "rnd": pl.UInt32, "k": pl.UInt32}, orient="row"
+    )
+    frame = keyed.join(signatures, on=keys, how="left", nulls_equal=True).select(
+        "row", "msg", "sig"
     )
     found: dict[int, list[pl.DataFrame]] = {}
-    pending = frame
+    pending = frame.drop("msg")
+    messages_by_row = frame.select("row", "msg")
     rnd = 0
+    # Most messages are taken by their first or second candidate: those rounds run one pattern
+    # per row. The rows left (messages no pattern takes, mostly) then meet all their remaining
+    # candidates in one batch, the earliest candidate that takes a row winning, which costs
+    # one query per pattern instead of one round per candidate.
     while pending.height:
-        pending = pending.with_columns(
-            pl.col("cand").list.get(rnd, null_on_oob=True).alias("k")
-        ).filter(pl.col("k").is_not_null())
-        if pending.height == 0:
+        batch = rnd >= _ROUNDS
+        step = plan.filter(pl.col("rnd") >= rnd) if batch else plan.filter(pl.col("rnd") == rnd)
+        tries = pending.join(step, on="sig", how="inner").join(messages_by_row, on="row")
+        if tries.height == 0:
             break
-        taken: list[pl.Series] = []
-        for (k,), part in pending.partition_by("k", as_dict=True, include_key=False).items():
-            index = int(k)
-            got = _extract(KINDS[index], index, part)
-            if got.height:
-                if not KINDS[index].guard:
-                    found.setdefault(index, []).append(got)
-                taken.append(got["row"])
+        parts = tries.partition_by("k", as_dict=True, include_key=False)
+        indexes = [int(k) for (k,) in parts]
+        # one query per pattern, run together (polars spreads them over the cores)
+        results = pl.collect_all(
+            [
+                _extract(i, part.select("row", "msg"))
+                for i, part in zip(indexes, parts.values(), strict=True)
+            ]
+        )
+        taken = [
+            got.select("row", pl.lit(index, dtype=pl.UInt32).alias("k"))
+            for index, got in zip(indexes, results, strict=True)
+            if got.height
+        ]
         if taken:
-            done = pl.concat(taken)
-            pending = pending.filter(~pl.col("row").is_in(done.implode()))
+            winners = pl.concat(taken)
+            if batch:
+                winners = (
+                    winners.join(step.join(pending, on="sig").drop("sig"), on=["row", "k"])
+                    .sort("rnd")
+                    .unique("row", keep="first")
+                    .drop("rnd")
+                )
+            for index, got in zip(indexes, results, strict=True):
+                if got.height and not KINDS[index].guard:
+                    mine = winners.filter(pl.col("k") == index).select("row")
+                    kept = got.join(mine, on="row", how="semi") if batch else got
+                    if kept.height:
+                        found.setdefault(index, []).append(kept)
+            pending = pending.join(winners.select("row"), on="row", how="anti")
+        if batch:
+            break
         rnd += 1
     tables: dict[str, pl.DataFrame] = {}
     kind_rows: list[pl.DataFrame] = []
+    by_uid = rows.with_row_index("row").rename({"uid": "uid_"})
     by_kind: dict[str, list[pl.DataFrame]] = {}
     for index in sorted(found):
         by_kind.setdefault(KINDS[index].kind, []).extend(found[index])
     for kind_name, frames in by_kind.items():
         # alternatives of one kind may give different fields: absent ones are null
-        table = pl.concat(frames, how="diagonal_relaxed").sort("row")
+        table = pl.concat(frames, how="diagonal_relaxed").rename({"row": "uid_"})
+        table = by_uid.join(table, on="uid_", how="inner").drop("uid_").sort("row")
         tables[kind_name] = table
         kind_rows.append(table.select("row", pl.lit(kind_name).alias("kind")))
     kinds = pl.DataFrame(

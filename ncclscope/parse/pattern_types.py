@@ -47,8 +47,9 @@ class KindPattern:
     """One alternative of a record kind of the ``message`` start rule.
 
     ``pattern`` is anchored at both ends and is matched against the stripped message. ``leads``
-    are the dispatch keys a message of this kind can start with (``w:<first word>`` or
-    ``c:<class of the first character>``, see ``match.lead_keys``); an empty tuple means any.
+    say how a message of this kind can start: ``w:<word>``, its first word (see
+    ``match.lead_word``); ``c:<class>``, the class of its first character; ``r:<regex>``, a
+    first token that matches this regex. An empty tuple means any message.
     """
 
     kind: str
