@@ -113,11 +113,33 @@ def lark_envelope(text: str) -> dict[str, Any] | None:
 
 
 def coerce_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:
-    """A pattern row's fields as the record builder would pass them (field_specs coercion)."""
-    spec = field_specs(RECORD_KINDS[kind])
+    """A pattern row's fields as the record builder would pass them (field_specs coercion);
+    a field of parts becomes the part objects."""
+    cls = RECORD_KINDS[kind]
+    spec = field_specs(cls)
+    parts = {f.name: f.part for k in patterns.KINDS if k.kind == kind for f in k.fields}
     out: dict[str, Any] = {}
     for name, value in row.items():
         if name == "row" or value is None:
+            continue
+        part_kind = parts.get(name)
+        if part_kind is not None:
+            part_cls = RECORD_KINDS[part_kind]
+
+            def make(d: dict[str, Any], part_cls: Any = part_cls) -> Any:
+                return part_cls(**_coerce_part(part_cls, d))
+
+            value = [make(v) for v in value] if isinstance(value, list) else make(value)
+        is_tuple, coerce = spec[name]
+        out[name] = tuple(coerce(v) for v in value) if is_tuple else coerce(value)
+    return out
+
+
+def _coerce_part(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
+    spec = field_specs(cls)
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None:
             continue
         is_tuple, coerce = spec[name]
         out[name] = tuple(coerce(v) for v in value) if is_tuple else coerce(value)

@@ -612,6 +612,9 @@ class Occurrence:
     flag: bool = False
     #: for a span: a regex with one capture group, each match of which is one element
     item: str = ""
+    #: for a span of parts: the part kind and a pattern per alternative of its rule
+    part: str | None = None
+    part_patterns: tuple[KindPattern, ...] = ()
 
 
 @dataclass
@@ -625,6 +628,8 @@ class Emitter:
     #: while emitting inside a span, the field that span is for (tokens are not grouped)
     span_field: list[str] = field(default_factory=list)
     span_tokens: list[tuple[str, Convert]] = field(default_factory=list)
+    #: the parts met in the current span: (part kind, a pattern per alternative, loose regex)
+    span_parts: list[tuple[str, list[KindPattern], str]] = field(default_factory=list)
     #: while re-emitting a span's body to make its item regex: capture the field's tokens
     item_capture: bool = False
     #: a guard for a Lark-only kind: no groups, Parts and fields read as plain text, any
@@ -820,7 +825,9 @@ class Emitter:
             raise Unsupported(f"rule {name} names its alternatives differently")
         cls = KINDS.get(node_name)
         if cls is not None and issubclass(cls, Part):
-            raise Unsupported(f"field holds a {node_name} part")
+            if outer is None or not self.span_field or self.loose:
+                raise Unsupported(f"a {node_name} part outside a field")
+            return self.part(node_name, cls, tree)
         if outer is not None:
             raise Unsupported(f"field {node_name} inside field {outer}")
         fname = node_name.rsplit("__", 1)[-1]
@@ -829,6 +836,8 @@ class Emitter:
                 raise Unsupported(f"one repetition holds fields {self.span_field[-1]} and {fname}")
             rx, leads, nullable = self.emit(tree, fname)
             return rx, leads, nullable
+        if self._holds_part(tree):
+            return self.span(fname, tree)
         before = self.counter
         occ_before = len(self.occurrences.get(fname, []))
         rx, leads, nullable = self.emit(tree, fname)
@@ -844,23 +853,79 @@ class Emitter:
             # several tokens make one tuple value: one span, split by the tokens' regexes
             del self.occurrences[fname][occ_before:]
             self.counter = before
-            self.span_field.append(fname)
-            self.span_tokens = []
-            rx, leads, nullable = self.emit(tree, fname)
-            self.span_field.pop()
-            group = self.group()
+            return self.span(fname, tree)
+        return rx, leads, nullable
+
+    def span(self, fname: str, tree: Tree[Any]) -> tuple[str, frozenset[str] | None, bool]:
+        """A field whose value is several tokens (or parts): one group around them all."""
+        self.span_field.append(fname)
+        self.span_tokens = []
+        self.span_parts = []
+        rx, leads, nullable = self.emit(tree, fname)
+        self.span_field.pop()
+        group = self.group()
+        self.occurrences.setdefault(fname, []).append(self._span_occurrence(group, None))
+        return f"(?P<{group}>{rx})", leads, nullable
+
+    def _span_occurrence(self, group: str, item: str | None) -> Occurrence:
+        if self.span_parts:
+            kinds = {kind for kind, _, _ in self.span_parts}
+            if len(kinds) > 1 or self.span_tokens:
+                raise Unsupported(f"a field holds parts {sorted(kinds)} and tokens")
+            (kind,) = kinds
+            loose = list(dict.fromkeys(rx for _, _, rx in self.span_parts))
+            alternatives = tuple(p for _, patterns, _ in self.span_parts for p in patterns)
+            return Occurrence(
+                group,
+                [],
+                span=True,
+                item="(" + "|".join(loose) + ")",
+                part=kind,
+                part_patterns=alternatives,
+            )
+        if item is None:
             tokens = list(dict.fromkeys(t for t, _ in self.span_tokens))
             item = "(" + "|".join(tokens) + ")"
-            self.occurrences.setdefault(fname, []).append(
-                Occurrence(group, list(self.span_tokens), span=True, item=item)
-            )
-            return f"(?P<{group}>{rx})", leads, nullable
-        return rx, leads, nullable
+        return Occurrence(group, list(self.span_tokens), span=True, item=item)
+
+    def part(
+        self, kind: str, cls: type, tree: Tree[Any]
+    ) -> tuple[str, frozenset[str] | None, bool]:
+        """A part (one tree, one interface) inside a field's span: read loosely there, and one
+        pattern per alternative of the part's rule to type each element the span holds."""
+        loose = Emitter(self.view, kind, cls, loose=True)
+        rx, leads, nullable = loose.emit(tree, None)
+        patterns = []
+        for alternative in tree.children if tree.data == "expansions" else [tree]:
+            sub = Emitter(self.view, kind, cls, stack=[*self.stack, kind])
+            sub_rx, _, _ = sub.emit(Tree("expansions", [alternative]), None)
+            patterns.append(KindPattern(kind, f"^(?P<ok>){sub_rx}$", _field_patterns(sub), ()))
+        self.span_parts.append((kind, patterns, rx))
+        sep = self.sep()
+        return sep + rx, leads, nullable
+
+    def _holds_part(self, tree: Tree[Any], seen: frozenset[str] = frozenset()) -> bool:
+        for sym in _symbols(tree):
+            if not isinstance(sym, NonTerminal) or sym.name in seen:
+                continue
+            rule = self.view.rules[sym.name]
+            node = sym.name
+            if rule.data == "expansions" and rule.children:
+                first = rule.children[0]
+                if isinstance(first, Tree) and first.data == "alias":
+                    node = str(getattr(first.children[1], "name", first.children[1]))
+            cls = KINDS.get(node)
+            if cls is not None and issubclass(cls, Part):
+                return True
+            if self._holds_part(rule, seen | {sym.name}):
+                return True
+        return False
 
     def repeat(
         self, inner: Any, op: str, field_name: str | None
     ) -> tuple[str, frozenset[str] | None, bool]:
-        fields = set() if self.loose else self._fields_in(inner)
+        # inside a span the repetition is read as it stands: the span's item splits it
+        fields = set() if (self.loose or self.span_field) else self._fields_in(inner)
         if not fields:
             rx, ld, nl = self.emit(inner, field_name)
             return f"(?:{rx}){op}", ld, op == "*" or nl
@@ -883,8 +948,14 @@ class Emitter:
             return f"(?:{rx}){op}", ld, op == "*" or nl
         self.span_field.append(fname)
         self.span_tokens = []
+        self.span_parts = []
         glue = self.glue
         rx, ld, nl = self.emit(inner, field_name)
+        if self.span_parts:
+            self.span_field.pop()
+            group = self.group()
+            self.occurrences.setdefault(fname, []).append(self._span_occurrence(group, None))
+            return f"(?P<{group}>(?:{rx}){op})", ld, op == "*" or nl
         tokens = list(self.span_tokens)
         # the body again, its token captured: one match per repetition is one element, read in
         # the context of the literals around it (a lazy token ends where its `)` begins)
@@ -923,7 +994,7 @@ class Emitter:
                             node_name = str(getattr(only.children[1], "name", only.children[1]))
                     cls = KINDS.get(node_name)
                     if cls is not None and issubclass(cls, Part):
-                        raise Unsupported(f"field holds a {node_name} part")
+                        raise Unsupported(f"a {node_name} part outside a field")
                     found.add(node_name.rsplit("__", 1)[-1])
         return found
 
@@ -975,6 +1046,22 @@ def _field_patterns(em: Emitter) -> tuple[FieldPattern, ...]:
             if len(flags) != len(occs):
                 raise Unsupported(f"field {fname} is a flag in one place and a value in another")
             out.append(FieldPattern(fname, tuple(o.group for o in occs), "flag"))
+            continue
+        parts = {o.part for o in occs}
+        if parts != {None}:
+            if len(parts) != 1 or not all(o.span for o in occs):
+                raise Unsupported(f"field {fname} mixes parts and tokens")
+            out.append(
+                FieldPattern(
+                    fname,
+                    tuple(o.group for o in occs),
+                    "part",
+                    tuple(o.item for o in occs),
+                    part=occs[0].part,
+                    part_patterns=tuple(p for o in occs for p in o.part_patterns),
+                    one=not is_tuple,
+                )
+            )
             continue
         converts = {conv for o in occs for _, conv in o.tokens}
         if len(converts) != 1:
@@ -1146,6 +1233,19 @@ def _is_free(term: TerminalDef) -> bool:
     return any(re.fullmatch(rx, sample) for sample in _FREE_SAMPLES)
 
 
+def _top_priority(view: GrammarView, tree: Tree[Any], seen: frozenset[str] = frozenset()) -> int:
+    """The highest priority of a terminal in this alternative: a grammar gives a terminal a
+    priority to make it, and so its alternative, win where another token also matches
+    (NET_OOB_PORT over NET_IFADDR in ``Bootstrap: Using mlx5_0:1``)."""
+    best = 0
+    for sym in _symbols(tree):
+        if isinstance(sym, Terminal):
+            best = max(best, view.terminals[sym.name].priority)
+        elif isinstance(sym, NonTerminal) and sym.name not in seen:
+            best = max(best, _top_priority(view, view.rules[sym.name], seen | {sym.name}))
+    return best
+
+
 def _loses_negative_lookahead(
     view: GrammarView, tree: Tree[Any], seen: frozenset[str] = frozenset()
 ) -> bool:
@@ -1253,11 +1353,17 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
             if loose_guard:
                 # without its `(?!…)` a guard is looser than its kind: among those with its
                 # first token it is tried last, on what no covered kind took
-                rest = (3, -chars, index, number)
+                rest = (3, 0, -chars, index, number)
             elif not free:
-                rest = (1 if pattern.guard else 0, -_literal_prefix(pattern.pattern), index, number)
+                rest = (
+                    1 if pattern.guard else 0,
+                    -_top_priority(view, tree),
+                    -_literal_prefix(pattern.pattern),
+                    index,
+                    number,
+                )
             else:
-                rest = (2, -chars, index, number)
+                rest = (2, -_top_priority(view, tree), -chars, index, number)
             key = (first, rest)
             entries.append((key, dataclasses.replace(pattern, alternative=number)))
         if refused:

@@ -14,7 +14,9 @@ column, a flag is True where seen and null elsewhere, a field not seen is null.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -210,17 +212,27 @@ _DTYPES: dict[Convert, pl.DataType] = {
     "busid": pl.String(),
     "text": pl.String(),
     "flag": pl.Boolean(),
+    "part": pl.Null(),
 }
 
 
-def _field_exprs(f: FieldPattern) -> tuple[pl.Expr, pl.Expr]:
-    """(the field's column, whether a captured value failed to convert)."""
+def _column(group: str) -> pl.Expr:
+    return pl.col(group)
+
+
+def _field_exprs(
+    f: FieldPattern, col: Callable[[str], pl.Expr] = _column
+) -> tuple[pl.Expr, pl.Expr]:
+    """(the field's column, whether a captured value failed to convert); ``col`` reads a
+    named group (a column, or a field of a part's captures)."""
+    if f.part is not None:
+        return _part_exprs(f, col)
     if f.items:
         parts = [
             (
-                pl.concat_list(pl.col(g))
+                pl.concat_list(col(g))
                 if not item
-                else pl.col(g).str.extract_all(item).list.eval(pl.element().str.extract(item, 1))
+                else col(g).str.extract_all(item).list.eval(pl.element().str.extract(item, 1))
             )
             .list.drop_nulls()
             .fill_null(pl.lit([], dtype=pl.List(pl.String)))
@@ -235,19 +247,73 @@ def _field_exprs(f: FieldPattern) -> tuple[pl.Expr, pl.Expr]:
     if f.mixed:
         target = _DTYPES[f.convert]
         converted = [
-            _convert(pl.col(g), c).cast(target) for g, c in zip(f.groups, f.mixed, strict=True)
+            _convert(col(g), c).cast(target) for g, c in zip(f.groups, f.mixed, strict=True)
         ]
         value = pl.coalesce(converted)
         bad = pl.any_horizontal(
-            [
-                pl.col(g).is_not_null() & e.is_null()
-                for g, e in zip(f.groups, converted, strict=True)
-            ]
+            [col(g).is_not_null() & e.is_null() for g, e in zip(f.groups, converted, strict=True)]
         )
         return value.alias(f.name), bad
-    raw = pl.coalesce([pl.col(g) for g in f.groups]) if len(f.groups) > 1 else pl.col(f.groups[0])
+    raw = pl.coalesce([col(g) for g in f.groups]) if len(f.groups) > 1 else col(f.groups[0])
     value = _convert(raw, f.convert).cast(_DTYPES[f.convert])
     bad = raw.is_not_null() & value.is_null()
+    return value.alias(f.name), bad
+
+
+def _dtype(f: FieldPattern) -> pl.DataType:
+    if f.part is not None:
+        inner = pl.Struct({sf.name: _dtype(sf) for sf in _part_fields(f)})
+        return inner if f.one else pl.List(inner)
+    base = _DTYPES[f.convert]
+    return pl.List(base) if f.items else base
+
+
+def _part_fields(f: FieldPattern) -> list[FieldPattern]:
+    """The fields the alternatives of a part give, each once, in the order first met."""
+    seen: dict[str, FieldPattern] = {}
+    for alternative in f.part_patterns:
+        for sf in alternative.fields:
+            seen.setdefault(sf.name, sf)
+    return list(seen.values())
+
+
+def _part_exprs(f: FieldPattern, col: Callable[[str], pl.Expr]) -> tuple[pl.Expr, pl.Expr]:
+    """A field of parts: the span's elements, each typed by the first alternative of the
+    part's rule that takes it, as a struct of the part's fields."""
+    names = {sf.name: _dtype(sf) for sf in _part_fields(f)}
+    element: pl.Expr | None = None
+    chain: Any = None
+    for alternative in f.part_patterns:
+        caps = pl.element().str.extract_groups(alternative.pattern)
+
+        def field_of(group: str, caps: pl.Expr = caps) -> pl.Expr:
+            return caps.struct.field(group)
+
+        values: dict[str, pl.Expr] = {}
+        bads: list[pl.Expr] = []
+        for sf in alternative.fields:
+            value, bad = _field_exprs(sf, field_of)
+            values[sf.name] = value
+            bads.append(bad)
+        struct = pl.struct(
+            [values.get(n, pl.lit(None, dtype=t)).cast(t).alias(n) for n, t in names.items()]
+        )
+        taken = field_of("ok").is_not_null()
+        if bads:
+            taken = taken & ~pl.any_horizontal(bads)
+        chain = pl.when(taken).then(struct) if chain is None else chain.when(taken).then(struct)
+    element = chain.otherwise(pl.lit(None)) if chain is not None else pl.lit(None)
+    parts = [
+        col(g).str.extract_all(item).fill_null(pl.lit([], dtype=pl.List(pl.String)))
+        for g, item in zip(f.groups, f.items, strict=True)
+    ]
+    raw = parts[0] if len(parts) == 1 else pl.concat_list(parts)
+    raw = pl.when(raw.list.len() > 0).then(raw)
+    value = raw.list.eval(element)
+    # an element no alternative takes is one Lark reads otherwise
+    bad = value.list.eval(pl.element().is_null()).list.any().fill_null(False)
+    if f.one:
+        value = value.list.first()
     return value.alias(f.name), bad
 
 

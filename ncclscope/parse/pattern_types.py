@@ -17,7 +17,7 @@ from typing import Literal
 #: ``int`` (INT, SINT, ``*_INT``), ``hex`` (HEX, HEX0X, ``*_HEX``: int base 16, an optional
 #: ``0x`` dropped), ``float``, ``busid`` (``transform.normalise_bus_id``), ``text``; ``flag``: a
 #: field rule with no token, True where it was seen
-Convert = Literal["int", "hex", "float", "busid", "text", "flag"]
+Convert = Literal["int", "hex", "float", "busid", "text", "flag", "part"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,12 @@ class FieldPattern:
     #: where the field's tokens convert differently (``INT | TOPO_UPPER``): each group's own
     #: conversion, after which the column is cast to ``convert`` (the record annotation's type)
     mixed: tuple[Convert, ...] = ()
+    #: a field of parts (``convert == "part"``): the part kind and one pattern per alternative of
+    #: its rule; each element the items find is typed by the first alternative that takes it
+    #: (a struct of the part's fields); the column is a list of structs, or one struct (``one``)
+    part: str | None = None
+    part_patterns: tuple[KindPattern, ...] = ()
+    one: bool = False
 
 
 @dataclass(frozen=True)

@@ -771,8 +771,69 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_paths",
-        pattern="^(?P<ok>) *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *:(?:(?: *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+)?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *:(?:(?P<g3>(?: * *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+))?$",
+        fields=(
+            FieldPattern(
+                name="node_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="node_id",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="paths",
+                groups=("g3",),
+                convert="part",
+                items=(
+                    "( *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))",
+                ),
+                part="topo_path",
+                part_patterns=(
+                    KindPattern(
+                        kind="topo_path",
+                        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *\\( *(?P<g3>\\d+) */(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */ *(?P<g6>[A-Z][A-Z0-9_]*) *\\)$",
+                        fields=(
+                            FieldPattern(
+                                name="node_type",
+                                groups=("g1",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="node_id",
+                                groups=("g2",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="hops",
+                                groups=("g3",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="bw",
+                                groups=(
+                                    "g4",
+                                    "g5",
+                                ),
+                                convert="float",
+                                mixed=(
+                                    "float",
+                                    "int",
+                                ),
+                            ),
+                            FieldPattern(
+                                name="path_type",
+                                groups=("g6",),
+                                convert="text",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=(
             "w:CPU",
             "w:CXB",
@@ -785,7 +846,6 @@ KINDS: tuple[KindPattern, ...] = (
             "w:PCI",
             "w:RMA",
         ),
-        guard=True,
     ),
     KindPattern(
         kind="socket_peer_closed",
@@ -2098,13 +2158,50 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="collnet_chains",
-        pattern="^(?P<ok>) *(?:Connected )?Collnet Chains(?:(?: *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+)?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?:Connected )?Collnet Chains(?:(?P<g1>(?: * *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+))?$",
+        fields=(
+            FieldPattern(
+                name="chains",
+                groups=("g1",),
+                convert="part",
+                items=("( *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)",),
+                part="tree",
+                part_patterns=(
+                    KindPattern(
+                        kind="tree",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\](?P<g2> *-?\\d+(?: */ *-?\\d+)*) *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)$",
+                        fields=(
+                            FieldPattern(
+                                name="channel",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="downs",
+                                groups=("g2",),
+                                convert="int",
+                                items=("(-?\\d+)",),
+                            ),
+                            FieldPattern(
+                                name="me",
+                                groups=("g3",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="up",
+                                groups=("g4",),
+                                convert="int",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=(
             "w:Collnet",
             "w:Connected",
         ),
-        guard=True,
     ),
     KindPattern(
         kind="ib_sideband_interface",
@@ -3659,6 +3756,21 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using(?: *tuner *plugin)? *\\S(?:.*?\\S)??(?: *\\(v *\\d+ *\\))?$",
+        fields=(),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        guard=True,
+        alternative=1,
+    ),
+    KindPattern(
         kind="plugins_disabled",
         pattern="^(?P<ok>)(?: *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *:)?? *Disabling external plugins *: *\\S(?:.*\\S)?$",
         fields=(),
@@ -3716,21 +3828,6 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
         ),
         guard=True,
-    ),
-    KindPattern(
-        kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using(?: *tuner *plugin)? *\\S(?:.*?\\S)??(?: *\\(v *\\d+ *\\))?$",
-        fields=(),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-        guard=True,
-        alternative=1,
     ),
     KindPattern(
         kind="ib_post_failed",
@@ -4738,23 +4835,6 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="socket_threads",
-        pattern="^(?P<ok>) *NET/Socket *: *Using *(?P<g1>\\d+) *threads and *(?P<g2>\\d+) *sockets per thread$",
-        fields=(
-            FieldPattern(
-                name="threads",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="sockets_per_thread",
-                groups=("g2",),
-                convert="int",
-            ),
-        ),
-        leads=("w:NET",),
-    ),
-    KindPattern(
         kind="socket_message_truncated",
         pattern="^(?P<ok>) *NET/Socket *:(?: *peer *(?P<g1>[^\\s<>]+)< *(?P<g2>\\d+) *>)?? *message truncated *: *receiving *(?P<g3>\\d+) *bytes instead of *(?P<g4>\\d+)(?: *\\.(?: If you believe.*)?$)?$",
         fields=(
@@ -4783,10 +4863,65 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET/Socket *: *Using(?:(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*$",
-        fields=(),
+        pattern="^(?P<ok>) *NET/Socket *: *Using(?P<g1>(?: *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*)$",
+        fields=(
+            FieldPattern(
+                name="interfaces",
+                groups=("g1",),
+                convert="part",
+                items=(
+                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                ),
+                part="net_interface",
+                part_patterns=(
+                    KindPattern(
+                        kind="net_interface",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        fields=(
+                            FieldPattern(
+                                name="index",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="name",
+                                groups=("g2",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="address",
+                                groups=("g3",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="port",
+                                groups=("g4",),
+                                convert="int",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=("w:NET",),
-        guard=True,
+    ),
+    KindPattern(
+        kind="socket_threads",
+        pattern="^(?P<ok>) *NET/Socket *: *Using *(?P<g1>\\d+) *threads and *(?P<g2>\\d+) *sockets per thread$",
+        fields=(
+            FieldPattern(
+                name="threads",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="sockets_per_thread",
+                groups=("g2",),
+                convert="int",
+            ),
+        ),
+        leads=("w:NET",),
     ),
     KindPattern(
         kind="plugin_loaded",
@@ -4798,17 +4933,109 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_trees",
-        pattern="^(?P<ok>) *NVLS Trees *:(?: *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+$",
-        fields=(),
+        pattern="^(?P<ok>) *NVLS Trees *:(?P<g1>(?: * *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+)$",
+        fields=(
+            FieldPattern(
+                name="trees_nvls",
+                groups=("g1",),
+                convert="part",
+                items=("( *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)",),
+                part="tree",
+                part_patterns=(
+                    KindPattern(
+                        kind="tree",
+                        pattern="^(?P<ok>)(?P<g1> *-?\\d+(?: */ *-?\\d+)*) *\\-> *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+)$",
+                        fields=(
+                            FieldPattern(
+                                name="downs",
+                                groups=("g1",),
+                                convert="int",
+                                items=("(-?\\d+)",),
+                            ),
+                            FieldPattern(
+                                name="me",
+                                groups=("g2",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="up",
+                                groups=("g3",),
+                                convert="int",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=("w:NVLS",),
-        guard=True,
     ),
     KindPattern(
         kind="topo_paths",
-        pattern="^(?P<ok>) *Paths from *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *:(?:(?: *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+)?$",
-        fields=(),
+        pattern="^(?P<ok>) *Paths from *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *:(?:(?P<g3>(?: * *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+))?$",
+        fields=(
+            FieldPattern(
+                name="node_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="node_id",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="paths",
+                groups=("g3",),
+                convert="part",
+                items=(
+                    "( *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))",
+                ),
+                part="topo_path",
+                part_patterns=(
+                    KindPattern(
+                        kind="topo_path",
+                        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *\\( *(?P<g3>\\d+) */(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */ *(?P<g6>[A-Z][A-Z0-9_]*) *\\)$",
+                        fields=(
+                            FieldPattern(
+                                name="node_type",
+                                groups=("g1",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="node_id",
+                                groups=("g2",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="hops",
+                                groups=("g3",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="bw",
+                                groups=(
+                                    "g4",
+                                    "g5",
+                                ),
+                                convert="float",
+                                mixed=(
+                                    "float",
+                                    "int",
+                                ),
+                            ),
+                            FieldPattern(
+                                name="path_type",
+                                groups=("g6",),
+                                convert="text",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=("w:Paths",),
-        guard=True,
         alternative=1,
     ),
     KindPattern(
@@ -4914,10 +5141,48 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_interfaces",
-        pattern="^(?P<ok>) *Bootstrap *: *Using(?:(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*$",
-        fields=(),
+        pattern="^(?P<ok>) *Bootstrap *: *Using(?P<g1>(?: *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*)$",
+        fields=(
+            FieldPattern(
+                name="interfaces",
+                groups=("g1",),
+                convert="part",
+                items=(
+                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                ),
+                part="net_interface",
+                part_patterns=(
+                    KindPattern(
+                        kind="net_interface",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        fields=(
+                            FieldPattern(
+                                name="index",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="name",
+                                groups=("g2",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="address",
+                                groups=("g3",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="port",
+                                groups=("g4",),
+                                convert="int",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=("w:Bootstrap",),
-        guard=True,
     ),
     KindPattern(
         kind="nvls_comm",
@@ -5700,6 +5965,124 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
     ),
     KindPattern(
+        kind="no_interface_found",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>Net) | *(?P<g2>NET/Socket)| *(?P<g3>Bootstrap)| *(?P<g4>NET/IB)) *:)? *(?:No|no) (?:usable listening |socket |IP )?interface found(?: *in the same subnet as remote address *(?P<g5>\\S+))?(?: *\\.)?$",
+        fields=(
+            FieldPattern(
+                name="component",
+                groups=(
+                    "g1",
+                    "g2",
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="remote_address",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Bootstrap",
+            "w:NET",
+            "w:Net",
+            "w:No",
+            "w:no",
+        ),
+    ),
+    KindPattern(
+        kind="ib_completion_error",
+        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>\\d+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>\\d+) *\\)| *(?P<g6>\\d+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>\\d+) *\\)| *(?P<g9>\\d+))(?:(?: *reqSize= *(?P<g10>\\d+)| *len= *(?P<g11>\\d+)))??(?: *vendor_err=| *vendor err) *(?P<g12>\\d+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>\\d+) *, *opcode *(?P<g15>\\d+) *, *len *(?P<g16>\\d+) *, *vendor err *(?P<g17>\\d+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
+        fields=(
+            FieldPattern(
+                name="gin",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="peer_port",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="status_name",
+                groups=("g4",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="status",
+                groups=(
+                    "g5",
+                    "g6",
+                    "g14",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="opcode_name",
+                groups=("g7",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="opcode",
+                groups=(
+                    "g8",
+                    "g9",
+                    "g15",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="length",
+                groups=(
+                    "g10",
+                    "g11",
+                    "g16",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="vendor_err",
+                groups=(
+                    "g12",
+                    "g17",
+                ),
+                convert="int",
+            ),
+            FieldPattern(
+                name="request_type",
+                groups=(
+                    "g13",
+                    "g18",
+                ),
+                convert="text",
+            ),
+            FieldPattern(
+                name="local_gid",
+                groups=("g19",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="remote_gid",
+                groups=("g20",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="hca",
+                groups=("g21",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NET",),
+    ),
+    KindPattern(
         kind="ib_virtual_device",
         pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>\\d+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>\\d+) *ndevs= *(?P<g4>\\d+)(?: *rail= *(?P<g5>\\d+) *plane= *(?P<g6>\\d+))?$",
         fields=(
@@ -5835,124 +6218,6 @@ KINDS: tuple[KindPattern, ...] = (
             "w:Data",
             "w:NET",
         ),
-    ),
-    KindPattern(
-        kind="no_interface_found",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>Net) | *(?P<g2>NET/Socket)| *(?P<g3>Bootstrap)| *(?P<g4>NET/IB)) *:)? *(?:No|no) (?:usable listening |socket |IP )?interface found(?: *in the same subnet as remote address *(?P<g5>\\S+))?(?: *\\.)?$",
-        fields=(
-            FieldPattern(
-                name="component",
-                groups=(
-                    "g1",
-                    "g2",
-                    "g3",
-                    "g4",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="remote_address",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "w:Bootstrap",
-            "w:NET",
-            "w:Net",
-            "w:No",
-            "w:no",
-        ),
-    ),
-    KindPattern(
-        kind="ib_completion_error",
-        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>\\d+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>\\d+) *\\)| *(?P<g6>\\d+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>\\d+) *\\)| *(?P<g9>\\d+))(?:(?: *reqSize= *(?P<g10>\\d+)| *len= *(?P<g11>\\d+)))??(?: *vendor_err=| *vendor err) *(?P<g12>\\d+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>\\d+) *, *opcode *(?P<g15>\\d+) *, *len *(?P<g16>\\d+) *, *vendor err *(?P<g17>\\d+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
-        fields=(
-            FieldPattern(
-                name="gin",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="peer_port",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="status_name",
-                groups=("g4",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="status",
-                groups=(
-                    "g5",
-                    "g6",
-                    "g14",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="opcode_name",
-                groups=("g7",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="opcode",
-                groups=(
-                    "g8",
-                    "g9",
-                    "g15",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="length",
-                groups=(
-                    "g10",
-                    "g11",
-                    "g16",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="vendor_err",
-                groups=(
-                    "g12",
-                    "g17",
-                ),
-                convert="int",
-            ),
-            FieldPattern(
-                name="request_type",
-                groups=(
-                    "g13",
-                    "g18",
-                ),
-                convert="text",
-            ),
-            FieldPattern(
-                name="local_gid",
-                groups=("g19",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="remote_gid",
-                groups=("g20",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="hca",
-                groups=("g21",),
-                convert="text",
-            ),
-        ),
-        leads=("w:NET",),
     ),
     KindPattern(
         kind="ib_devices",
@@ -6234,10 +6499,93 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="trees",
-        pattern="^(?P<ok>) *Trees(?:(?:(?: *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?))+)?$",
-        fields=(),
+        pattern="^(?P<ok>) *Trees(?:(?P<g1>(?:(?: * *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| * *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?))+))?$",
+        fields=(
+            FieldPattern(
+                name="trees",
+                groups=("g1",),
+                convert="part",
+                items=(
+                    "( *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?)",
+                ),
+                part="tree",
+                part_patterns=(
+                    KindPattern(
+                        kind="tree",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\] *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\->(?P<g4> *-?\\d+(?: */ *-?\\d+)*)$",
+                        fields=(
+                            FieldPattern(
+                                name="channel",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="up",
+                                groups=("g2",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="me",
+                                groups=("g3",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="downs",
+                                groups=("g4",),
+                                convert="int",
+                                items=("(-?\\d+)",),
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                    KindPattern(
+                        kind="tree",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\](?P<g2> *-?\\d+ */ *-?\\d+ */ *-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)(?: *\\| *(?P<g5>-?\\d+) *\\-> *(?P<g6>-?\\d+) *\\->(?P<g7> *-?\\d+(?: */ *-?\\d+)*))?$",
+                        fields=(
+                            FieldPattern(
+                                name="channel",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="downs",
+                                groups=("g2",),
+                                convert="int",
+                                items=("(-?\\d+)",),
+                            ),
+                            FieldPattern(
+                                name="me",
+                                groups=("g3",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="up",
+                                groups=("g4",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="dn_up",
+                                groups=("g5",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="dn_me",
+                                groups=("g6",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="dn_downs",
+                                groups=("g7",),
+                                convert="int",
+                                items=("(-?\\d+)",),
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=("w:Trees",),
-        guard=True,
     ),
     KindPattern(
         kind="net_plugin_device_api",
@@ -6698,24 +7046,6 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:Rank",),
     ),
     KindPattern(
-        kind="ring_order",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *:(?P<g2>(?: *\\d+)+)$",
-        fields=(
-            FieldPattern(
-                name="channel",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ranks",
-                groups=("g2",),
-                convert="int",
-                items=(" *(\\d+)",),
-            ),
-        ),
-        leads=("w:Ring",),
-    ),
-    KindPattern(
         kind="ring_neighbors",
         pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>-?\\d+)  *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)$",
         fields=(
@@ -6738,6 +7068,24 @@ KINDS: tuple[KindPattern, ...] = (
                 name="next",
                 groups=("g4",),
                 convert="int",
+            ),
+        ),
+        leads=("w:Ring",),
+    ),
+    KindPattern(
+        kind="ring_order",
+        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *:(?P<g2>(?: *\\d+)+)$",
+        fields=(
+            FieldPattern(
+                name="channel",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="ranks",
+                groups=("g2",),
+                convert="int",
+                items=(" *(\\d+)",),
             ),
         ),
         leads=("w:Ring",),
@@ -6874,18 +7222,99 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET *: *Using interface(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?$",
-        fields=(),
+        pattern="^(?P<ok>) *NET  *: *Using interface(?P<g1> *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)$",
+        fields=(
+            FieldPattern(
+                name="interfaces",
+                groups=("g1",),
+                convert="part",
+                items=(
+                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                ),
+                part="net_interface",
+                part_patterns=(
+                    KindPattern(
+                        kind="net_interface",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        fields=(
+                            FieldPattern(
+                                name="index",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="name",
+                                groups=("g2",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="address",
+                                groups=("g3",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="port",
+                                groups=("g4",),
+                                convert="int",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+        ),
         leads=("w:NET",),
-        guard=True,
         alternative=1,
     ),
     KindPattern(
         kind="interface_in_subnet",
-        pattern="^(?P<ok>) *NET *: *Found interface(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)? *in the same subnet as remote address *\\S+$",
-        fields=(),
+        pattern="^(?P<ok>) *NET  *: *Found interface(?P<g1> *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?) *in the same subnet as remote address *(?P<g2>\\S+)$",
+        fields=(
+            FieldPattern(
+                name="interfaces",
+                groups=("g1",),
+                convert="part",
+                items=(
+                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                ),
+                part="net_interface",
+                part_patterns=(
+                    KindPattern(
+                        kind="net_interface",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        fields=(
+                            FieldPattern(
+                                name="index",
+                                groups=("g1",),
+                                convert="int",
+                            ),
+                            FieldPattern(
+                                name="name",
+                                groups=("g2",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="address",
+                                groups=("g3",),
+                                convert="text",
+                            ),
+                            FieldPattern(
+                                name="port",
+                                groups=("g4",),
+                                convert="int",
+                            ),
+                        ),
+                        leads=(),
+                    ),
+                ),
+            ),
+            FieldPattern(
+                name="remote_address",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
         leads=("w:NET",),
-        guard=True,
     ),
     KindPattern(
         kind="ras_event",
@@ -7039,18 +7468,6 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="lookaround inside '(?!attribute )[^\\\\s()\\\\/]+'",
     ),
     LarkOnly(
-        kind="bootstrap_interfaces",
-        reason="field holds a net_interface part",
-    ),
-    LarkOnly(
-        kind="socket_interfaces",
-        reason="field holds a net_interface part",
-    ),
-    LarkOnly(
-        kind="interface_in_subnet",
-        reason="field holds a net_interface part",
-    ),
-    LarkOnly(
         kind="ib_devices",
         reason="rule ib_device names its alternatives differently",
     ),
@@ -7176,24 +7593,8 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="NET_MLX_ERR ends where the rest of the message matches `(?: errno \\d+)?$`, which a regex cannot check",
     ),
     LarkOnly(
-        kind="trees",
-        reason="field holds a tree part",
-    ),
-    LarkOnly(
-        kind="nvls_trees",
-        reason="field holds a tree part",
-    ),
-    LarkOnly(
-        kind="collnet_chains",
-        reason="field holds a tree part",
-    ),
-    LarkOnly(
         kind="tuning_table_row",
         reason="a field is named like a table column (['row']); lookaround inside '(?!Algorithm |Protocol |Max NThreads|Latency\\\\/)[A-Z][A-Za-z]*'",
-    ),
-    LarkOnly(
-        kind="topo_paths",
-        reason="field holds a topo_path part",
     ),
     LarkOnly(
         kind="topo_read_failed",
