@@ -636,6 +636,8 @@ class Emitter:
     #: lookaround left out (a superset of what Lark takes: its rows are only sent to Lark)
     loose: bool = False
     stack: list[str] = field(default_factory=list)
+    #: what this pattern leaves to Lark though it takes the alternative
+    partial: list[str] = field(default_factory=list)
     #: literal characters every text so far holds, and whether a free-text token (one that
     #: can run over blanks) was emitted: how specific a catch-all kind is
     literal_chars: int = 0
@@ -822,7 +824,13 @@ class Emitter:
         elif tree.data == "expansions" and any(
             isinstance(c, Tree) and c.data == "alias" for c in tree.children
         ):
-            raise Unsupported(f"rule {name} names its alternatives differently")
+            # a part rule some alternatives of which are other parts (`ib_device` and the
+            # merged `ib_merged_device`): its own alternatives are typed, an element of the
+            # others sends its row to Lark
+            own = KINDS.get(name)
+            if own is None or not issubclass(own, Part) or outer is None or not self.span_field:
+                raise Unsupported(f"rule {name} names its alternatives differently")
+            return self.part(name, own, tree)
         cls = KINDS.get(node_name)
         if cls is not None and issubclass(cls, Part):
             if outer is None or not self.span_field or self.loose:
@@ -897,6 +905,17 @@ class Emitter:
         rx, leads, nullable = loose.emit(tree, None)
         patterns = []
         for alternative in tree.children if tree.data == "expansions" else [tree]:
+            if (
+                isinstance(alternative, Tree)
+                and alternative.data == "alias"
+                and str(getattr(alternative.children[1], "name", alternative.children[1])) != kind
+            ):
+                # another part's alternative: an element of it sends the row to Lark
+                self.partial.append(
+                    f"an element of {alternative.children[1].name if hasattr(alternative.children[1], 'name') else alternative.children[1]} "
+                    "(a part inside a part) is left to Lark"
+                )
+                continue
             sub = Emitter(self.view, kind, cls, stack=[*self.stack, kind])
             sub_rx, _, _ = sub.emit(Tree("expansions", [alternative]), None)
             patterns.append(KindPattern(kind, f"^(?P<ok>){sub_rx}$", _field_patterns(sub), ()))
@@ -1177,8 +1196,12 @@ def build_kind(view: GrammarView, kind: str, tree: Tree[Any], loose: bool = Fals
         kind, pattern, fields, tuple(sorted(leads)) if leads is not None else (), guard=loose
     )
     _SPECIFICITY[pattern] = (em.free, em.literal_chars)
+    _PARTIAL[pattern] = list(em.partial)
     return built
 
+
+#: per generated pattern, the element shapes it leaves to Lark
+_PARTIAL: dict[str, list[str]] = {}
 
 #: the columns match.message_columns adds to every kind's table
 RESERVED_COLUMNS = frozenset({"row"})
@@ -1300,9 +1323,7 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
     view = GrammarView.load()
     envelope = build_envelope(view)
     _check_compiles(envelope.pattern)
-    entries: list[
-        tuple[tuple[tuple[int, int, int, str], tuple[int, int, int, int]], KindPattern]
-    ] = []
+    entries: list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]] = []
     lark_only: list[LarkOnly] = []
     groups: dict[str, list[Tree[Any]]] = {}
     order: list[str] = []
@@ -1323,6 +1344,7 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
                     raise Unsupported(MANUAL_LARK_ONLY[kind])
                 pattern = build_kind(view, kind, tree)
                 _check_compiles(pattern.pattern)
+                refused.extend((number, reason) for reason in _PARTIAL[pattern.pattern])
             except Unsupported as exc:
                 refused.append((number, str(exc)))
                 if kind in MANUAL_LARK_ONLY:
@@ -1367,13 +1389,13 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
             key = (first, rest)
             entries.append((key, dataclasses.replace(pattern, alternative=number)))
         if refused:
-            whole = len(refused) == len(alternatives)
+            whole = not any(e[1].kind == kind and not e[1].guard for e in entries)
             reasons = sorted({reason for _, reason in refused})
             lark_only.append(
                 LarkOnly(
                     kind,
                     "; ".join(reasons),
-                    () if whole else tuple(number for number, _ in refused),
+                    () if whole else tuple(sorted({number for number, _ in refused})),
                 )
             )
     entries.sort(key=lambda e: e[0])
