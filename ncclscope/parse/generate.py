@@ -15,21 +15,29 @@ How the grammar maps to a regex:
 
 * a token is its terminal's regex (a string literal escaped), preceded by the ``%ignore``d blanks
   (`` *``); a terminal's capture groups become non-capturing;
-* sequence, ``|``, ``?``, ``*`` and ``+`` are themselves; the regex engine's leftmost-first choice
-  with greedy repetition is Lark's where Lark's lexer and parser accept the text, and
-  ``tests/test_patterns.py`` holds every kind to Lark on every fixture line, every grammar case
+* sequence, ``|``, ``?``, ``*`` and ``+`` are themselves; alternatives are tried in the order
+  Lark's lexer tries their first tokens (priority, then width), and an optional token is first
+  tried absent where the token after it comes first in that order (``SRC_RTYPE? SRC_LOC``); the
+  regex engine's leftmost-first choice with greedy repetition is then Lark's where Lark accepts
+  the text, which ``tests/test_patterns.py`` checks on every fixture line, every grammar case
   and mutated lines;
+* a repetition holding several fields (an allocation's attributes) is unrolled, each copy with
+  its own groups, so that a field's first occurrence wins;
 * Rust has no lookaround. A terminal's trailing lookahead that asks for a blank (``(?= )``,
   ``(?=\\s|$)``, ``(?!\\S)``) consumes one blank, which the next token's separator would have
   taken; one that asks for a literal character glues the next token to this one; ``(?=$)``
   becomes ``$``; any other trailing lookahead, and a trailing ``(?!\\d)``-like negative one, is
   left out (the tokens that follow in the grammar spell it out, which the differential test
-  checks). A kind whose terminals need lookaround elsewhere is Lark-only;
+  checks). A kind whose terminals need lookaround elsewhere, a lazy token whose lookahead reads
+  to the end of the message, or a catch-all terminal of negative priority, is Lark-only;
 * a field rule with one token is a scalar group; a tuple field (its record annotation) is a span
   group and an item regex that ``extract_all`` splits it with; a field rule with no token is a
-  flag (an empty group);
-* Part-valued fields (one IB device, one tree), several fields in one repetition and fields the
-  record types as a scalar but the grammar repeats are Lark-only, with the reason.
+  flag (an empty group); a field of parts (trees, interfaces, IB devices) is a span whose
+  elements each part alternative's own pattern types;
+* each alternative of a kind is its own pattern; they are stored in the order the matcher tries
+  them (``generate``'s docstring says how that order follows Lark's lexer), and a Lark-only
+  alternative gets a loose guard pattern that sends its lines to Lark;
+* what cannot be exact is listed in ``LARK_ONLY`` with the reason.
 """
 
 from __future__ import annotations

@@ -1,14 +1,29 @@
 """Run the grammar-derived patterns (``ncclscope/parse/patterns.py``) on columns, in polars.
 
 No Python runs per line: a chunk's envelopes are read with one ``extract_groups``; its messages
-are dispatched to candidate kinds by their first word or first character (a join on a small
-table, not a pattern tried per kind), and each kind's pattern runs once on that kind's candidate
+are dispatched to candidate patterns by their first word, first character or first token (a join
+on a small table, not a pattern tried per kind), and each pattern runs once on its candidate
 rows only. What no pattern takes is left null for the caller, which asks Lark.
 
 The values are the ones ``ncclscope/parse/transform.py`` makes from Lark's tokens before the
 record annotations are applied (``field_specs``), which the caller does; a tuple field is a list
-column, a flag is True where seen and null elsewhere, a field not seen is null.
-``tests/test_patterns.py`` holds all of it to Lark.
+column, a flag is True where seen and null elsewhere, a field not seen is null, a field of parts
+is a list of structs (one struct for a single part). ``tests/test_patterns.py`` holds all of it
+to Lark.
+
+What exists for speed, and what it was measured to buy (a 20 MB init-heavy log: 148k NCCL
+lines, 441 distinct envelopes, 3,372 distinct messages; a 20 MB COLL-heavy log: 104k lines,
+102k distinct messages; CPU seconds of this process, the 2-core machine shared and loaded):
+
+* each distinct text is typed once and joined back (``_distinct``): message_columns on the
+  init-heavy log went from 11.8 s to 2.2 s wall, envelope_columns from 6.7 s to 0.4 s;
+* the candidate order is worked out once per distinct dispatch signature, not per row: 1.8 s to
+  1.0 s CPU on the COLL-heavy log;
+* two rounds of one pattern per row, then one batch for the rows left, each round's patterns
+  as lazy queries run together (``collect_all``): fewer and cheaper polars calls for the messages
+  no pattern takes (each query costs ~1 ms however few its rows).
+
+After all of it: envelopes ~0.1 s CPU on either log; messages 0.7-0.9 s CPU on either.
 """
 
 from __future__ import annotations
