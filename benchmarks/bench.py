@@ -1,13 +1,14 @@
-"""Throughput and memory of ncclscope against the floors, measured in one session.
+"""Throughput and memory of ncclscope against the floors and a peer, measured in one session.
 
-    python benchmarks/bench.py --quick      # ~4 MB COLL-heavy + ~1 MB init-heavy, under a minute
-    python benchmarks/bench.py              # ~200 MB + ~20 MB (Lark alone takes minutes here)
-    python benchmarks/bench.py --big-mb 1000  # and a 1 GB COLL-heavy log: parse, diagnose, export
+    python benchmarks/bench.py --quick     # ~4 MB COLL-heavy + ~2 MB init-heavy, under a minute (CI)
+    python benchmarks/bench.py             # 100 MB of each shape, the peer, start-up, 1 GB peaks
 
 Generates the logs with a fixed seed (benchmarks/synth.py), then runs every row once per round,
-rounds alternating, and reports the median: MB/s, lines/s, the ratio to the Python read-loop
-floor (``"NCCL" in line``), and the peak RSS of the process. Writes docs/performance.md.
-Machines are noisy: this reports, it never fails on time.
+rounds alternating, and reports the median: MB/s, the ratio to the Python read-loop floor
+(``"NCCL" in line``), the speed ratio to ``xcl-lens`` (a peer NCCL log analyzer, installed by
+this script in its own virtualenv under benchmarks/data/, never a dependency) on the same file,
+and the peak RSS of the process. Writes docs/performance.md and checks the targets of issue
+#15 there. Machines are noisy: this reports, it never fails on time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
 EXE = shutil.which("ncclscope") or "ncclscope"
+#: the peer, pinned: its numbers are comparable from run to run
+XCL_LENS = "xcl-lens==0.3.0"
+XCL_VENV = ROOT / "benchmarks/data/xcl-venv"
+PEER = "xcl-lens (peer)"
 
 
 @dataclass
@@ -41,61 +46,30 @@ class Row:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    #: the ncclscope subcommand it needs; the row is skipped when the CLI does not have it yet
-    needs: str | None = None
     #: slow rows run once per session, not once per round
     once: bool = False
     #: run on only the first this-many MB of the input (pure Lark: minutes on the whole file)
     sample_mb: float | None = None
 
 
-# The hook list: add a row here when a command exists (export, parallel workers, …).
-ROWS: list[Row] = [
-    Row("grep -c NCCL FILE | cat", ["sh", "-c", "grep -c NCCL {file} | cat"]),
-    Row(
-        "parse → jsonl, lark engine",
-        [EXE, "parse", "{file}"],
-        {"NCCLSCOPE_ENGINE": "lark"},
-        once=True,
-        sample_mb=2.0,
-    ),
-    Row("parse → jsonl, fast engine", [EXE, "parse", "{file}"], {"NCCLSCOPE_ENGINE": "fast"}),
-    Row(
-        "start-up: parse of a few lines, fast engine",
-        [EXE, "parse", "{file}"],
-        {"NCCLSCOPE_ENGINE": "fast"},
-        sample_mb=0.02,
-    ),
-    Row(
-        "parse → jsonl, fast engine, all workers",
-        [EXE, "parse", "--workers", "0", "{file}"],
-        {"NCCLSCOPE_ENGINE": "fast"},
-    ),
-    Row(
-        "export → Parquet, fast engine",
-        [EXE, "export", "{file}", "-o", "{tmp}/out.parquet"],
-        {"NCCLSCOPE_ENGINE": "fast"},
-        needs="export",
-    ),
-    Row(
-        "export → Parquet, fast engine, all workers",
-        [EXE, "export", "--workers", "0", "{file}", "-o", "{tmp}/out-workers.parquet"],
-        {"NCCLSCOPE_ENGINE": "fast"},
-        needs="export",
-    ),
-    Row(
-        "diagnose, fast engine",
-        [EXE, "diagnose", "--fail-on", "never", "{file}"],
-        {"NCCLSCOPE_ENGINE": "fast"},
-        needs="diagnose",
-    ),
-    Row(
-        "diagnose, fast engine, all workers",
-        [EXE, "diagnose", "--fail-on", "never", "--workers", "0", "{file}"],
-        {"NCCLSCOPE_ENGINE": "fast"},
-        needs="diagnose",
-    ),
-]
+def rows(peer: Path | None) -> list[Row]:
+    out = [
+        Row("grep -c NCCL FILE | cat", ["sh", "-c", "grep -c NCCL {file} | cat"]),
+        Row(
+            "parse --stats, lark engine",
+            [EXE, "parse", "--stats", "{file}"],
+            {"NCCLSCOPE_ENGINE": "lark"},
+            once=True,
+            sample_mb=2.0,
+        ),
+        Row("parse --stats", [EXE, "parse", "--stats", "{file}"]),
+        Row("parse → jsonl", [EXE, "parse", "{file}"]),
+        Row("diagnose", [EXE, "diagnose", "--fail-on", "never", "{file}"]),
+        Row("export → Parquet", [EXE, "export", "{file}", "-o", "{tmp}/out.parquet"]),
+    ]
+    if peer is not None:
+        out.append(Row(PEER, [str(peer), "{file}"]))
+    return out
 
 
 @dataclass
@@ -185,29 +159,15 @@ def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, int, st
     return elapsed, int(usage.ru_maxrss), proc.returncode, tail, peak[0]
 
 
-def cli_commands() -> set[str]:
-    out = subprocess.run([EXE, "--help"], capture_output=True, text=True, check=False).stdout
-    cmds: set[str] = set()
-    in_cmds = False
-    for line in out.splitlines():
-        if line.strip().startswith("Commands:"):
-            in_cmds = True
-            continue
-        if in_cmds and line.startswith("  ") and line.strip():
-            cmds.add(line.split()[0])
-    return cmds
-
-
 def measure(
     inputs: dict[str, Path],
+    table: list[Row],
     rounds: int,
     tmp: Path,
     log: Callable[[str], None],
     sample_cap: float | None = None,
 ) -> tuple[dict[str, dict[str, Result]], dict[str, tuple[float, int, int]]]:
-    available = cli_commands()
-    rows = [r for r in ROWS if r.needs is None or r.needs in available]
-    results: dict[str, dict[str, Result]] = {k: {r.name: Result() for r in rows} for k in inputs}
+    results: dict[str, dict[str, Result]] = {k: {r.name: Result() for r in table} for k in inputs}
     floors: dict[str, list[float]] = {k: [] for k in inputs}
     facts: dict[str, tuple[float, int, int]] = {}
     for k, path in inputs.items():
@@ -219,7 +179,7 @@ def measure(
             secs, nccl = read_loop_floor(path)
             floors[k].append(secs)
             facts[k] = (facts[k][0], facts[k][1], nccl)
-            for row in rows:
+            for row in table:
                 res = results[k][row.name]
                 if res.error or (row.once and rnd > 0):
                     continue
@@ -233,7 +193,8 @@ def measure(
                         res.sample = head_of(path, sample, target)
                 argv = [a.format(file=target, tmp=tmp) for a in row.argv]
                 secs, rss, rc, err, anon = run_child(argv, row.env)
-                if rc != 0 and row.needs != "diagnose":
+                shutil.rmtree(tmp / "out.parquet", ignore_errors=True)
+                if rc != 0:
                     res.error = f"exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}"
                     log(f"  {k:5} {row.name}: {res.error}")
                     continue
@@ -246,14 +207,37 @@ def measure(
                 )
     merged: dict[str, dict[str, Result]] = {}
     for k in inputs:
-        merged[k] = {'Python read loop (`"NCCL" in line`), the floor': Result(floors[k])}
+        merged[k] = {FLOOR: Result(floors[k])}
         merged[k].update(results[k])
     return merged, facts
 
 
+FLOOR = 'Python read loop (`"NCCL" in line`), the floor'
+
+
+def peer_exe(log: Callable[[str], None]) -> Path | None:
+    """xcl-lens in its own virtualenv (made once, under benchmarks/data/); None where it cannot
+    be installed (no network), and the peer rows are left out."""
+    exe = XCL_VENV / "bin/xcl-lens"
+    if exe.exists():
+        return exe
+    log(f"installing {XCL_LENS} into {XCL_VENV}")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(XCL_VENV)], check=True)
+        subprocess.run(
+            [str(XCL_VENV / "bin/python"), "-m", "pip", "install", "-q", XCL_LENS],
+            check=True,
+            capture_output=True,
+        )
+    except (subprocess.CalledProcessError, OSError) as exc:
+        log(f"  no peer: {exc}")
+        return None
+    return exe if exe.exists() else None
+
+
 def warm_up(tmp: Path) -> None:
-    """One untimed run of each command on a fixture: the per-user disk caches (compiled
-    regexes, generated code) and the bytecode are written before anything is measured."""
+    """One untimed run of each command on a fixture: Lark's grammar cache and the bytecode are
+    written before anything is measured."""
     log = sorted((ROOT / "fixtures/real").glob("*.log"))[0]
     for argv in (
         [EXE, "parse", str(log)],
@@ -262,27 +246,6 @@ def warm_up(tmp: Path) -> None:
     ):
         subprocess.run(argv, capture_output=True, check=False, env=child_env({}), cwd=ROOT)
     shutil.rmtree(tmp / "warm.parquet", ignore_errors=True)
-
-
-_SPIN = "s = 0\nfor i in range(15_000_000):\n    s += i\n"
-
-
-def parallel_capacity(rounds: int) -> tuple[float, int]:
-    """How much more one-thread Python work this machine does with one process per CPU than
-    with one process: the most any number of workers can gain here (a virtual machine's CPUs
-    may share a core, and neighbours share the host): (median ratio, trials)."""
-    n = os.cpu_count() or 1
-    ratios = []
-    for _ in range(max(rounds, 3)):
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _SPIN], check=True)
-        one = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        procs = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(n)]
-        for proc in procs:
-            proc.wait()
-        ratios.append(n * one / (time.perf_counter() - t0))
-    return statistics.median(ratios), len(ratios)
 
 
 def startup(rounds: int) -> float:
@@ -294,16 +257,74 @@ def startup(rounds: int) -> float:
     return statistics.median(times)
 
 
+def first_lines(path: Path, n: int, out: Path) -> Path:
+    """The first ``n`` lines of ``path`` in ``out``."""
+    with path.open("rb") as src, out.open("wb") as dst:
+        for i, line in enumerate(src):
+            if i >= n:
+                break
+            dst.write(line)
+    return out
+
+
+def small_log_startup(path: Path, rounds: int) -> float:
+    """Median wall time of ``diagnose`` on a 1,000-line log (a process's whole fixed cost)."""
+    times = []
+    for _ in range(max(rounds, 5)):
+        secs, _rss, _rc, _err, _anon = run_child(
+            [EXE, "diagnose", "--fail-on", "never", str(path)], {}
+        )
+        times.append(secs)
+    return statistics.median(times)
+
+
+BIG_ROWS = [
+    Row("diagnose", [EXE, "diagnose", "--fail-on", "never", "{file}"]),
+    Row("export → Parquet", [EXE, "export", "{file}", "-o", "{tmp}/big.parquet"]),
+]
+
+
+def measure_big(
+    path: Path, table: list[Row], tmp: Path, log: Callable[[str], None]
+) -> dict[str, Result]:
+    """Each big row once (a minute or more each): seconds and peak RSS."""
+    out: dict[str, Result] = {}
+    for row in table:
+        argv = [a.format(file=path, tmp=tmp) for a in row.argv]
+        secs, rss, rc, err, anon = run_child(argv, row.env)
+        res = Result([secs], rss, anon)
+        if rc != 0:
+            res.error = f"exit {rc}: {err.strip()[-200:]}"
+        out[row.name] = res
+        log(f"  big {row.name:20} {secs:7.1f} s  {rss / 1024:6.0f} MiB  (anon {anon / 1024:.0f})")
+        shutil.rmtree(tmp / "big.parquet", ignore_errors=True)
+    return out
+
+
+_WHAT = {
+    "coll": "COLL-heavy: 64 ranks, 4 communicators' init, then one `AllReduce: opCount` line "
+    "per call per rank, noise, WARN chains",
+    "init": "init-heavy: the real fixture logs concatenated, each copy's hosts renamed (the "
+    "init log of a big job: connections, rings, trees, topology, settings)",
+}
+
+
+def _median(res: Result | None) -> float | None:
+    if res is None or res.error or not res.seconds:
+        return None
+    return statistics.median(res.seconds)
+
+
 def render(
     results: dict[str, dict[str, Result]],
     facts: dict[str, tuple[float, int, int]],
     help_s: float,
+    small_s: float,
     quick: bool,
     rounds: int,
     load: tuple[float, float] = (0.0, 0.0),
     note: str = "",
-    big: tuple[float, dict[str, Result]] | None = None,
-    capacity: tuple[float, int] | None = None,
+    big: dict[str, tuple[float, dict[str, Result]]] | None = None,
 ) -> str:
     out = [
         "# Performance",
@@ -322,159 +343,121 @@ def render(
         "",
     ]
     for k, (mb, lines, nccl) in facts.items():
-        what = {
-            "coll": "COLL-heavy: 64 ranks, 4 communicators' init, then collectives, noise, "
-            "WARN chains",
-            "init": "init-heavy: the real fixture logs concatenated",
-            "stamped": "the COLL-heavy log as `kubectl logs --timestamps` prints it (a "
-            "nanosecond stamp on every line, so every line's envelope is new)",
-        }[k]
-        out.append(f"* `{k}`: {mb:.1f} MB, {lines:,} lines ({nccl:,} with NCCL); {what}.")
-    for k, rows in results.items():
+        out.append(f"* `{k}`: {mb:.1f} MB, {lines:,} lines ({nccl:,} with NCCL); {_WHAT[k]}.")
+    for k, table in results.items():
         mb, lines, _ = facts[k]
-        floor = statistics.median(next(iter(rows.values())).seconds)
+        floor = statistics.median(table[FLOOR].seconds)
+        peer = _median(table.get(PEER))
         out += [
             "",
             f"## {k}",
             "",
-            "| what | s | MB/s | lines/s | × floor | peak RSS MiB | of it anon MiB |",
+            "| what | s | MB/s | × floor | × faster than xcl-lens | peak RSS MiB | of it anon MiB |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        for name, res in rows.items():
+        for name, res in table.items():
             if res.error:
                 out.append(f"| {name} | failed: {res.error} | | | | | |")
                 continue
             if not res.seconds:
                 continue
             s = statistics.median(res.seconds)
-            row_mb, row_lines = res.sample or (mb, lines)
+            row_mb, _row_lines = res.sample or (mb, lines)
             marks = ("¹" if len(res.seconds) == 1 and rounds > 1 else "") + (
                 f" (first {row_mb:.2f} MB)" if res.sample else ""
             )
             rss = f"{res.rss_kb / 1024:.0f}" if res.rss_kb else "–"
             anon = f"{res.anon_kb / 1024:.0f}" if res.anon_kb else "–"
             ratio = (s / row_mb) / (floor / mb)
+            vs = f"{(peer / mb) / (s / row_mb):.2f}" if peer and name not in (FLOOR, PEER) else "–"
             out.append(
-                f"| {name}{marks} | {s:.2f} | {row_mb / s:,.1f} | {row_lines / s:,.0f} | "
-                f"{ratio:.1f} | {rss} | {anon} |"
+                f"| {name}{marks} | {s:.2f} | {row_mb / s:,.1f} | {ratio:.1f} | {vs} | {rss} | "
+                f"{anon} |"
             )
-    out += _scaling(results)
-    if capacity is not None:
+    if big:
         out += [
             "",
-            f"{os.cpu_count()} processes of plain Python at once do {capacity[0]:.2f}× the work "
-            f"of one here (median of {capacity[1]}): the most any number of workers can gain on "
-            "this machine.",
+            "## 1 GB of each shape (each row once)",
+            "",
+            "| input | what | s | MB/s | peak RSS MiB | of it anon MiB |",
+            "|---|---|---:|---:|---:|---:|",
         ]
-    out += _big_section(big)
+        for k, (mb, table) in big.items():
+            for name, res in table.items():
+                if res.error:
+                    out.append(f"| {k} | {name} | failed: {res.error} | | | |")
+                    continue
+                s = res.seconds[0]
+                out.append(
+                    f"| {k} | {name} | {s:.1f} | {mb / s:.1f} | {res.rss_kb / 1024:.0f} | "
+                    f"{res.anon_kb / 1024:.0f} |"
+                )
     out += [
         "",
-        f"`ncclscope --help` startup: {help_s:.2f} s (median).",
+        f"`diagnose` of a 1,000-line log (the init of a real job), the whole process: "
+        f"{small_s:.2f} s (median). `ncclscope --help`: {help_s:.2f} s.",
+    ]
+    out += _targets(results, facts, small_s, big)
+    out += [
         "",
-        "The start-up row is the fixed cost of a process (imports, loading the grammar, compiling "
-        "the fast path's regexes and the Lark scanners its first lines need); on inputs of a few "
-        "MB it is most of the time, so the rates above understate the marginal rate; compiled "
-        "regexes and generated code are kept in a per-user disk cache, so only a first run "
-        "compiles them, and every command ran once untimed before the rounds, with Python's "
-        "bytecode cache on (as an installed tool has it). A log without collective lines never "
-        "loads polars: the lane imports it for a batch worth typing as columns. `--workers` "
-        "splits plain files at line boundaries, in ranges of at most 4 MiB, and forks its "
-        "workers before the parent loads polars (so they inherit the grammar "
-        "and the compiled fast path); files of 2 MiB and more are split (32 MiB where workers "
-        "must come from a fork server, polars being loaded); the parent keeps a share (writing "
-        "Parquet, or modelling what the workers hand back). Peak RSS is the main process's "
-        "high-water mark, the library pages it mapped included: polars' and Arrow's shared "
-        "libraries are ~70 MB of it for parse and diagnose and ~140 MB for export, the more the "
-        "more of their files the page cache holds (a freshly installed environment: all of it). "
-        "`of it anon` is the peak of anonymous memory (sampled every 10 ms): what the run "
-        "allocated itself, the part that could grow with the input. Runs of plain lines are "
-        "read as text batches; collective calls go through the columnar lane "
-        "(ncclscope/parse/lane.py), decided by polars' regex engine "
-        "where it provably agrees with Python's (ncclscope/parse/vector.py), their jsonl and "
-        "Parquet rows built as columns; the other lines through the line path. One process "
-        "parses the next batch on a thread while the current one becomes rows, and encodes "
-        "Parquet on another (polars and Arrow release the GIL), so on this 2-core machine it "
-        "already uses both cores; process workers add the cost of handing rows over (pickling, "
-        "page faults in the parent) and pay off only with more cores.",
+        "Peak RSS is the process's high-water mark, the library pages it mapped included "
+        "(polars' and Arrow's shared libraries are tens of MB of it, the more the more of their "
+        "files the page cache holds); `of it anon` is the peak of anonymous memory (sampled every "
+        "10 ms): what the run allocated itself. Every command ran once untimed before the rounds "
+        "(Lark's grammar cache and Python's bytecode written). How the pipeline runs and what "
+        "each piece kept for speed buys: docs/grammar.md and the notes below the tables in this "
+        "file's history.",
         "",
     ]
     return "\n".join(out)
 
 
-_PAIRS = (
-    ("parse → jsonl, fast engine", "parse → jsonl, fast engine, all workers"),
-    ("export → Parquet, fast engine", "export → Parquet, fast engine, all workers"),
-    ("diagnose, fast engine", "diagnose, fast engine, all workers"),
-)
+def _targets(
+    results: dict[str, dict[str, Result]],
+    facts: dict[str, tuple[float, int, int]],
+    small_s: float,
+    big: dict[str, tuple[float, dict[str, Result]]] | None,
+) -> list[str]:
+    """The numeric targets of issue #15, each with what this run measured."""
+    lines = ["", "## Targets (issue #15), as measured in this run", ""]
 
+    def rate(k: str, name: str) -> float | None:
+        s = _median(results.get(k, {}).get(name))
+        return facts[k][0] / s if s else None
 
-def _scaling(results: dict[str, dict[str, Result]]) -> list[str]:
-    """One line per input: how much faster all workers are than one, per command."""
-    out: list[str] = []
-    for k, rows in results.items():
-        parts = []
-        for one, many in _PAIRS:
-            a, b = rows.get(one), rows.get(many)
-            if a and b and a.seconds and b.seconds and not (a.error or b.error):
-                ratio = statistics.median(a.seconds) / statistics.median(b.seconds)
-                parts.append(f"{one.split(',')[0]} {ratio:.2f}×")
-        if parts:
-            out += [
-                "",
-                f"All workers ({os.cpu_count()}) against one, `{k}`: " + "; ".join(parts) + ".",
-            ]
-    return out
+    def vs_peer(k: str, name: str) -> float | None:
+        ours, peer = _median(results.get(k, {}).get(name)), _median(results.get(k, {}).get(PEER))
+        return peer / ours if ours and peer else None
 
+    def say(what: str, ok: bool | None, value: str) -> None:
+        verdict = "n/a" if ok is None else ("met" if ok else "not met")
+        lines.append(f"* {what}: {value} — {verdict}")
 
-BIG_ROWS = [
-    Row("parse → jsonl", [EXE, "parse", "{file}"]),
-    Row("diagnose", [EXE, "diagnose", "--fail-on", "never", "{file}"]),
-    Row("export → Parquet", [EXE, "export", "{file}", "-o", "{tmp}/big.parquet"]),
-]
-
-
-def measure_big(path: Path, tmp: Path, log: Callable[[str], None]) -> dict[str, Result]:
-    """Each big row once (minutes each): seconds and peak RSS."""
-    out: dict[str, Result] = {}
-    for row in BIG_ROWS:
-        argv = [a.format(file=path, tmp=tmp) for a in row.argv]
-        secs, rss, rc, err, anon = run_child(argv, row.env)
-        res = Result([secs], rss, anon)
-        if rc != 0:
-            res.error = f"exit {rc}: {err.strip()[-200:]}"
-        out[row.name] = res
-        log(f"  big {row.name:20} {secs:7.1f} s  {rss / 1024:6.0f} MiB  (anon {anon / 1024:.0f})")
-        shutil.rmtree(tmp / "big.parquet", ignore_errors=True)
-    return out
-
-
-def _big_section(big: tuple[float, dict[str, Result]] | None) -> list[str]:
-    if big is None:
-        return []
-    mb, rows = big
-    out = [
-        "",
-        f"## a {mb / 1000:.1f} GB COLL-heavy log (each row once)",
-        "",
-        "| what | s | MB/s | peak RSS MiB | of it anon MiB |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, res in rows.items():
-        if res.error:
-            out.append(f"| {name} | failed: {res.error} | | | |")
-            continue
-        s = res.seconds[0]
-        out.append(
-            f"| {name} | {s:.1f} | {mb / s:.1f} | {res.rss_kb / 1024:.0f} | "
-            f"{res.anon_kb / 1024:.0f} |"
-        )
-    parse, diag = rows.get("parse → jsonl"), rows.get("diagnose")
-    if parse and diag and parse.seconds and diag.seconds:
-        out += [
-            "",
-            f"`diagnose` takes {diag.seconds[0] / parse.seconds[0]:.2f}× the time of `parse`.",
-        ]
-    return out
+    r = rate("init", "diagnose")
+    say("init-heavy `diagnose` ≥ 30 MB/s", None if r is None else r >= 30, f"{r or 0:.1f} MB/s")
+    v = vs_peer("init", "diagnose")
+    say("init-heavy `diagnose` ≥ 2× xcl-lens", None if v is None else v >= 2, f"{v or 0:.2f}×")
+    r = rate("coll", "export → Parquet")
+    say("COLL-heavy `export` ≥ 60 MB/s", None if r is None else r >= 60, f"{r or 0:.1f} MB/s")
+    v = vs_peer("coll", "export → Parquet")
+    say("COLL-heavy `export` ≥ 5× xcl-lens", None if v is None else v >= 5, f"{v or 0:.2f}×")
+    if "coll" in results:
+        floor = _median(results["coll"][FLOOR])
+        exp = _median(results["coll"].get("export → Parquet"))
+        if floor and exp:
+            ratio = exp / floor
+            say("COLL-heavy `export` ≤ 15× the read loop", ratio <= 15, f"{ratio:.1f}×")
+    if big:
+        for k, (_mb, table) in big.items():
+            for name, res in table.items():
+                if res.error or not res.rss_kb:
+                    continue
+                mib = res.rss_kb / 1024
+                say(f"1 GB {k} `{name}` peak RSS ≤ 250 MB", mib * 1.048576 <= 250, f"{mib:.0f} MiB")
+    else:
+        lines.append("* peak RSS at 1 GB: not run (`--big-mb 0`)")
+    say("`diagnose` of a 1,000-line log ≤ 0.5 s", small_s <= 0.5, f"{small_s:.2f} s")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -491,50 +474,54 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--note", default="", help="a sentence about the run for the doc")
     ap.add_argument(
+        "--mb", type=int, default=None, help="MB of each shape (default 100; quick: 4 and 2)"
+    )
+    ap.add_argument(
         "--big-mb",
         type=int,
-        default=0,
-        help="also generate a COLL-heavy log of this many MB and run parse, diagnose and export "
-        "on it once each (1000: the 1 GB check of issue #5; minutes)",
+        default=None,
+        help="MB of each shape for the peak-memory rows (default 1000; quick: none)",
     )
+    ap.add_argument("--no-peer", action="store_true", help="leave xcl-lens out")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
     rounds = args.rounds or (1 if args.quick else 3)
-    coll_mb, init_mb = (4, 1) if args.quick else (200, 20)
-    # not in --quick: a small COLL log is all init, and CI's minute is spent already
-    stamped_mb = 0 if args.quick else 20
+    coll_mb, init_mb = (4, 2) if args.quick else (args.mb or 100, args.mb or 100)
+    big_mb = 0 if args.quick else (1000 if args.big_mb is None else args.big_mb)
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    peer = None if (args.quick or args.no_peer) else peer_exe(log)
     with tempfile.TemporaryDirectory(prefix="ncclscope-bench-") as td:
         work = args.keep or Path(td)
         work.mkdir(parents=True, exist_ok=True)
         coll, init = work / f"coll-{coll_mb}MB.log", work / f"init-{init_mb}MB.log"
-        stamped = work / f"coll-stamped-{stamped_mb}MB.log"
         if not coll.exists():
             synth.write_coll_heavy(coll, coll_mb * 1_000_000)
         if not init.exists():
             synth.write_init_heavy(init, init_mb * 1_000_000, ROOT / "fixtures/real")
-        if stamped_mb and not stamped.exists():
-            synth.write_coll_stamped(stamped, stamped_mb * 1_000_000)
         log(f"inputs in {work}")
         warm_up(Path(td))
-        inputs = {"coll": coll, "init": init, **({"stamped": stamped} if stamped_mb else {})}
+        inputs = {"coll": coll, "init": init}
         results, facts = measure(
-            inputs,
-            rounds,
-            Path(td),
-            log,
-            0.5 if args.quick else None,
+            inputs, rows(peer), rounds, Path(td), log, 0.5 if args.quick else None
         )
         help_s = startup(rounds)
-        capacity = parallel_capacity(rounds)
+        small = first_lines(init, 1000, Path(td) / "init-1000-lines.log")
+        small_s = small_log_startup(small, rounds)
         big = None
-        if args.big_mb:
-            path = work / f"coll-{args.big_mb}MB.log"
-            if not path.exists():
-                synth.write_coll_heavy(path, args.big_mb * 1_000_000)
-            big = (path.stat().st_size / 1e6, measure_big(path, Path(td), log))
+        if big_mb:
+            big = {}
+            for k, write in (
+                ("coll", synth.write_coll_heavy),
+                ("init", lambda p, n: synth.write_init_heavy(p, n, ROOT / "fixtures/real")),
+            ):
+                path = work / f"{k}-{big_mb}MB.log"
+                if not path.exists():
+                    write(path, big_mb * 1_000_000)
+                big[k] = (path.stat().st_size / 1e6, measure_big(path, BIG_ROWS, Path(td), log))
+                if args.keep is None:
+                    path.unlink()
     load = (load_before, os.getloadavg()[0])
-    text = render(results, facts, help_s, args.quick, rounds, load, args.note, big, capacity)
+    text = render(results, facts, help_s, small_s, args.quick, rounds, load, args.note, big)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

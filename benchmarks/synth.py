@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,21 +162,31 @@ def _write(path: Path, lines: Iterator[str], size_bytes: int) -> int:
     return n
 
 
+#: the host of an NCCL header: "host:pid:tid" before a blank
+_WHO = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)(:\d+:\d+(?:\s|$))")
+
+
 def write_init_heavy(path: Path, size_bytes: int, fixtures: Path) -> int:
-    """Concatenate the real fixture logs (sorted, so the file is the same every time)."""
+    """Concatenate the real fixture logs (sorted, so the file is the same every time), each
+    copy after the first with its hosts renamed (``node`` -> ``node-c1``, …), so that the
+    copies read as more hosts of one big job, as a 1,000-GPU job's init log is, rather than as
+    the same processes printing their init again."""
     logs = sorted(fixtures.glob("*.log")) + sorted(fixtures.glob("long/*.log"))
     if not logs:
         raise FileNotFoundError(f"no fixture logs under {fixtures}")
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in logs]
+    texts = [t if t.endswith("\n") else t + "\n" for t in texts]
     n = written = 0
+    copy = 0
     with path.open("w", encoding="utf-8") as out:
         while written < size_bytes:
             for text in texts:
-                if not text.endswith("\n"):
-                    text += "\n"
+                if copy:
+                    text = _WHO.sub(rf"\1-c{copy}\2", text)
                 out.write(text)
                 written += len(text.encode("utf-8"))
                 n += text.count("\n")
                 if written >= size_bytes:
                     break
+            copy += 1
     return n

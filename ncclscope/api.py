@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     # Imported where used: `parse` needs neither the model nor the rules (~0.1 s of start-up).
     from ncclscope.engine import Diagnosis
     from ncclscope.model.job import Job
+    from ncclscope.parse.stream import Progress
 
 
 @dataclass
@@ -40,19 +41,19 @@ def parse(paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMI
 
 
 def build(
-    paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMITS, workers: int = 1
+    paths: Iterable[str | os.PathLike[str]],
+    limits: Limits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
 ) -> tuple[Job, list[SourceStats]]:
-    """Parse inputs and group their records into one job model (streamed). With ``workers``
-    other than 1 (0: one per CPU), the parsing runs on that many processes; the records, and
-    so the model, are the same."""
+    """Parse inputs and group their records into one job model (streamed); ``progress`` is
+    told after each batch how far its input has been read."""
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
-    from ncclscope.parse.parallel import batch_paths
+    from ncclscope.parse.stream import batch_paths
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats: list[SourceStats] = []
-    for records, bulks, _tables in batch_paths(
-        [os.fspath(p) for p in paths], workers, limits, stats
-    ):
+    names = [os.fspath(p) for p in paths]
+    for records, bulks, _tables in batch_paths(names, limits, stats, progress=progress):
         builder.add_batch(records, bulks)
     return builder.finish(), stats
 
@@ -62,13 +63,12 @@ def diagnose(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     limits: Limits = DEFAULT_LIMITS,
-    workers: int = 1,
+    progress: Progress | None = None,
 ) -> Diagnosis:
-    """Parse, model and run the rules over the inputs of one job (parsing on ``workers``
-    processes, as for ``build``)."""
+    """Parse, model and run the rules over the inputs of one job."""
     from ncclscope.engine import Diagnosis, Selection, run_rules
     from ncclscope.model.summary import summarise
 
-    job, stats = build(paths, limits, workers)
+    job, stats = build(paths, limits, progress)
     findings = run_rules(job, Selection(tuple(select), tuple(ignore)))
     return Diagnosis(stats=stats, job=job, summary=summarise(job), findings=findings)

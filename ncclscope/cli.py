@@ -8,7 +8,6 @@ Heavy imports happen inside the commands so that ``ncclscope --help`` starts fas
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -16,29 +15,9 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from ncclscope import __version__
-from ncclscope._malloc import mallopt
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
-def _tune_memory() -> None:
-    """The command is a process of its own, so it may choose how Arrow and polars hand memory
-    back. Arrow's default pool (mimalloc) and polars' jemalloc keep freed pages for later, and
-    glibc raises its mmap threshold after each large free, so that the next buffers come from a
-    heap that fragments: an export of a COLL log sat near 300 MB and grew with the log. With the
-    system pool, a fixed threshold and no jemalloc decay it stays flat. The threshold is 1 MiB
-    rather than 128 KiB (fewer page faults for Arrow's buffers); a jemalloc decay of 250 ms saved
-    a third of export's time but held ~25 MB more and let the peak creep to ~260 MB on a 1 GB
-    log, over the 250 MB budget; without it 222 MB on 200 MB, 231 MB on 1 GB
-    (benchmarks/bench.py).
-    The variables are read once, at import: a value the user set wins."""
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        mallopt(mmap_threshold=1024 * 1024)
-
-
-_tune_memory()
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -48,18 +27,6 @@ EXIT_ERROR = 2
 def fail(message: str) -> NoReturn:
     click.echo(f"ncclscope: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
-
-
-def workers_option(what: str, result: str) -> Callable[[F], F]:
-    """``--workers`` as parse, diagnose and export take it."""
-    return click.option(
-        "--workers",
-        type=click.IntRange(min=0),
-        default=1,
-        show_default=True,
-        help=f"{what}; large plain files are split at line boundaries. The {result} is the "
-        "same as with one.",
-    )
 
 
 class _Group(click.Group):
@@ -111,14 +78,12 @@ def main() -> None:
     help="Print per-file line accounting and the commonest unrecognized shapes instead of records.",
 )
 @click.option("--with-text", is_flag=True, help="Add each record's line as read (jsonl `text`).")
-@workers_option("Processes for jsonl and --stats (0: one per CPU)", "output")
 def parse(
     paths: tuple[str, ...],
     fmt: str,
     kinds: tuple[str, ...],
     stats: bool,
     with_text: bool,
-    workers: int,
 ) -> None:
     """Parse NCCL log lines into typed records.
 
@@ -134,13 +99,23 @@ def parse(
     run = api.parse(paths)
     wanted = set(kinds)
     if stats or fmt == "jsonl":
-        from ncclscope.parse.parallel import parse_paths_jsonl
+        from ncclscope.parse.stream import jsonl_paths
+        from ncclscope.report.progress import ReadProgress
+        from ncclscope.report.progress import wanted as watched
 
         try:
-            for chunk in parse_paths_jsonl(
-                run.paths, workers, wanted, with_text, run.limits, run.stats, records=not stats
-            ):
-                sys.stdout.write(chunk)
+            # only --stats as a table is for reading; jsonl is for programs
+            with ReadProgress("parse") as bar:
+                for chunk in jsonl_paths(
+                    run.paths,
+                    wanted,
+                    with_text,
+                    run.limits,
+                    run.stats,
+                    records=not stats,
+                    progress=bar if watched(stats and fmt == "table") else None,
+                ):
+                    sys.stdout.write(chunk)
             if stats:
                 _print_stats(run.stats, as_json=fmt == "jsonl")
         finally:
@@ -247,7 +222,6 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
 )
-@workers_option("Processes that parse (0: one per CPU)", "report")
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
@@ -255,16 +229,22 @@ def diagnose(
     ignore: tuple[str, ...],
     fail_on: str,
     color: bool | None,
-    workers: int,
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
     PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin.
     """
     from ncclscope import api
+    from ncclscope.report.progress import ReadProgress, wanted
     from ncclscope.rules.base import Severity
 
-    result = api.diagnose(paths, select=_split(select), ignore=_split(ignore), workers=workers)
+    with ReadProgress("diagnose") as bar:
+        result = api.diagnose(
+            paths,
+            select=_split(select),
+            ignore=_split(ignore),
+            progress=bar if wanted(fmt == "text") else None,
+        )
     _print_damage(result.stats)
     if fmt == "json":
         from ncclscope.report.json_report import diagnosis_to_dict
@@ -352,14 +332,12 @@ def dataset_options(func: F) -> F:
 @main.command()
 @dataset_options
 @click.option("--job-id", metavar="ID", help="The job id (default: the first path).")
-@workers_option("Processes (0: one per CPU)", "dataset")
 def export(
     paths: tuple[str, ...],
     out: str,
     job_pattern: str | None,
     include: tuple[str, ...],
     job_id: str | None,
-    workers: int,
 ) -> None:
     """Write the records, model and findings of one job's logs as a Parquet dataset.
 
@@ -375,10 +353,11 @@ def export(
     # With a pattern, inputs it does not match still form one job together.
     grouping = bulk.Grouping.of(job_id=job_id or paths[0], pattern=job_pattern)
     dest = out if is_url(out) else Path(out)
-    from ncclscope.parse.parallel import default_workers
+    from ncclscope.report.progress import ReadProgress, wanted
 
-    cores = workers or default_workers()
-    report = bulk.run(bulk.plan_jobs(files, grouping), dest, workers=cores, skip_known=False)
+    with ReadProgress("export") as bar:
+        engine = bulk.LocalEngine(1, progress=bar if wanted(True) else None)
+        report = bulk.run(bulk.plan_jobs(files, grouping), dest, skip_known=False, engine=engine)
     click.echo(report.summary(dest))
 
 

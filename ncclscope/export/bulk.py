@@ -42,6 +42,7 @@ from ncclscope.export.writer import (
 )
 from ncclscope.parse.parser import LineParser
 from ncclscope.parse.reader import Damage
+from ncclscope.parse.stream import Progress
 
 #: names read as archives (the content decides the compression of a .tar.*)
 ARCHIVE_SUFFIXES = (
@@ -277,18 +278,16 @@ class JobTask:
     prior: frozenset[tuple[str, str]] | None = None
     #: sha256 of the inputs, when the driver has them already; None: the worker hashes
     hashes: dict[str, str] | None = None
-    #: processes that parse byte ranges of the job's large plain files (1: none)
-    split: int = 1
 
 
-def do_job(task: JobTask) -> JobResult:
+def do_job(task: JobTask, progress: Progress | None = None) -> JobResult:
     """The per-job work, the same on every engine: hash the inputs where they are stored, skip
     the job when they are what ``prior`` says was exported, else read, parse, diagnose and write
     its Parquet files."""
     hashes = task.hashes if task.hashes is not None else job_hashes(task.plan)
     if task.prior is not None and is_known(task.plan, hashes, task.prior):
         return skipped(task.plan)
-    return export_job(task.plan, task.out, _worker_parser(), hashes, task.split)
+    return export_job(task.plan, task.out, _worker_parser(), hashes, progress)
 
 
 def _triage(
@@ -412,6 +411,8 @@ class LocalEngine:
     compiles the grammar nor starts a process."""
 
     workers: int | None = None
+    #: told how far each input is read, where jobs run in this process (one at a time)
+    progress: Progress | None = None
 
     def run(
         self,
@@ -429,18 +430,14 @@ class LocalEngine:
             report.add(result)
         if not todo:
             display = None  # nothing to show: the summary says so
-        # One job and several cores (`ncclscope export`): the cores parse ranges of its large
-        # plain files, if it has any.
-        one = n == 1 and len(todo) == 1 and not local and cores > 1
-        split = cores if one and _splits(todo[0][0], cores) else 1
-        report.workers = max(n, split)
-        tasks = [JobTask(plan, out, None, hashes, split) for plan, hashes in todo]
+        report.workers = n
+        tasks = [JobTask(plan, out, None, hashes) for plan, hashes in todo]
         try:
             if n == 1:
                 if display is not None:
                     display.start([t.plan for t in tasks])
                 for task in tasks:
-                    result = do_job(task)
+                    result = do_job(task, self.progress)
                     report.add(result)
                     if display is not None:
                         display.advance(result)
@@ -451,16 +448,6 @@ class LocalEngine:
                 display.stop()
 
 
-def _splits(plan: JobPlan, workers: int) -> bool:
-    """Whether any input of the job is a plain file large enough to be parsed in ranges."""
-    from ncclscope.parse.parallel import plan as range_plan
-
-    return any(
-        not inp.archive and not fs.is_url(inp.path) and len(range_plan([inp.path], workers)) > 1
-        for inp in plan.inputs
-    )
-
-
 def _run_pool(
     tasks: Sequence[JobTask],
     n: int,
@@ -468,7 +455,7 @@ def _run_pool(
     display: Display | None,
 ) -> None:
     # Build the parser once here: forked workers inherit it instead of compiling the grammar
-    # (and deriving the fast path) each.
+    # each.
     _worker_parser()
     ctx = pool_context()
     with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:

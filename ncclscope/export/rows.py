@@ -1,5 +1,5 @@
 """The rows of the record tables (`records`, `connections`, `collectives`, `rings`, `trees`) for
-one batch of lines: the line path's records one by one, the columnar lane's frames as columns,
+one batch of lines: the line path's records one by one, the pipeline's frames as columns,
 merged in input order. Workers build them as well as the exporting process (docs/schema.md).
 """
 
@@ -32,13 +32,13 @@ from ncclscope.model.records.topology import (
     Trees,
 )
 from ncclscope.model.views import transport_class
-from ncclscope.parse.lane import ENVELOPE, LaneFrame, own_fields
+from ncclscope.parse.frames import ENVELOPE, KindFrame, own_fields
 
 Row = dict[str, Any]
 
 #: the tables rows of records go to (the others are written from the job model at the end)
 RECORD_TABLES: tuple[Table, ...] = (RECORDS, CONNECTIONS, COLLECTIVES, RINGS, TREES)
-#: how the lane's rows merge into a batch's: by line (a spliced line's records by part)
+#: how the frames' rows merge into a batch's: by line (a spliced line's records by part)
 _MERGE_ORDER: dict[str, list[tuple[str, str]]] = {
     RECORDS.name: [("line", "ascending"), ("part", "ascending")],
     COLLECTIVES.name: [("line", "ascending")],
@@ -46,7 +46,7 @@ _MERGE_ORDER: dict[str, list[tuple[str, str]]] = {
 
 
 def batch_tables(
-    records: list[Record], frames: list[LaneFrame], job_id: str, source: str
+    records: list[Record], frames: list[KindFrame], job_id: str, source: str
 ) -> dict[str, pa.Table]:
     """The rows of one batch for each record table that gets any, in input order."""
     rows: dict[str, list[Row]] = {t.name: [] for t in RECORD_TABLES}
@@ -97,7 +97,7 @@ def batch_tables(
             batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
         extra = lane.get(name)
         if extra is not None:
-            # the lane's rows of one class come in line order; only a merge needs the sort
+            # the frames' rows of one class come in line order; only a merge needs the sort
             if batch is not None or len(frames) > 1:
                 batch = extra if batch is None else pa.concat_tables([batch, extra])
                 batch = batch.sort_by(_MERGE_ORDER[name])
@@ -240,8 +240,8 @@ def record_rows(rec: Record, job_id: str, w: dict[str, list[Row]]) -> None:
         )
 
 
-def rows_of_frames(frames: list[LaneFrame], job_id: str, source: str) -> dict[str, pa.Table]:
-    """The `records` (and, for collective calls, `collectives`) rows of the lane's frames: the
+def rows_of_frames(frames: list[KindFrame], job_id: str, source: str) -> dict[str, pa.Table]:
+    """The `records` (and, for collective calls, `collectives`) rows of the frames: the
     same values ``JobExport._record`` writes for the records the line path would build."""
     key = [pl.lit(job_id).alias("job_id"), pl.lit(source).alias("source"), pl.col("line")]
     proc = [pl.col("host"), pl.col("pid")]

@@ -9,7 +9,6 @@ exported again by the next run. Inputs and the dataset may be URLs (see ``ncclsc
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import re
@@ -24,7 +23,6 @@ from typing import Any, BinaryIO, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ncclscope._prefetch import prefetch
 from ncclscope.engine import run_rules
 from ncclscope.errors import InputError, NcclscopeError
 from ncclscope.export import fs
@@ -44,9 +42,9 @@ from ncclscope.model.records.init import InitTimings
 from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import views
 from ncclscope.parse.limits import Limits
-from ncclscope.parse.parallel import default_workers
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.reader import Damage, iter_batches
+from ncclscope.parse.reader import Damage, ReadMeter, iter_batches
+from ncclscope.parse.stream import Progress
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 16_384
@@ -97,7 +95,7 @@ def file_sha256(path: str) -> str:
 
 class _Background:
     """Encodes and compresses row groups on a thread while the caller goes on parsing: Arrow
-    releases the GIL there, so on two cores Parquet writing overlaps the lane's work. Each
+    releases the GIL there, so on two cores Parquet writing overlaps parsing. Each
     calling thread (an export in a Dask thread, say) has its own writing thread, so a file's row
     groups are written in the order they were given; at most ``MAX_QUEUED`` wait (memory stays
     bounded), and an error surfaces in the caller at its next submit or drain."""
@@ -140,7 +138,7 @@ _BACKGROUND = _Background()
 class TableWriter:
     """Rows of one table, written in zstd row groups of ``ROW_GROUP`` rows (the last fewer).
 
-    Rows come one at a time (dicts) or as Arrow tables (the columnar lane's batches); they are
+    Rows come one at a time (dicts) or as Arrow tables (the pipeline's frames); they are
     written in arrival order. ``sort`` orders each row group before it is written; ``sort_keys``
     is the same order for Arrow (each row group is the same rows whichever way they came)."""
 
@@ -303,12 +301,14 @@ _COLLECTIVE_KEYS = ["host", "pid", "comm", "op_count", "source", "line"]
 class JobExport:
     """The table writers of one job, and the routing of records into them."""
 
-    def __init__(self, plan: JobPlan, out: Folder, parser: LineParser, split: int = 1) -> None:
+    def __init__(
+        self, plan: JobPlan, out: Folder, parser: LineParser, progress: Progress | None = None
+    ) -> None:
         self.plan = plan
+        #: told after each batch how far the input being read is
+        self.progress = progress
         self.job_id = plan.job_id
         self.parser = parser
-        #: processes that parse ranges of a large plain file (1: this one; 0: one per CPU)
-        self.split = split
         name = part_name(plan.job_id)
         for table in TABLES:
             out.makedirs(table)
@@ -347,48 +347,18 @@ class JobExport:
         return self.result
 
     def _file(self, inp: Input, sha: str | None) -> None:
-        if self.split != 1 and not fs.is_url(inp.path):
-            from ncclscope.parse.parallel import plan
-
-            if len(plan([inp.path], self.split or default_workers(), self.parser.limits)) > 1:
-                self._file_in_ranges(inp, sha)
-                return
         stats = SourceStats(inp.path)
         size = _size(inp.path)
         reader: _HashingReader | None = None
         try:
             with fs.open_log(inp.path, self.parser.limits, stats.damaged) as stream:
                 reader = _HashingReader(stream)
-                self._parse(reader, inp.path, stats)
+                self._parse(reader, inp.path, stats, size)
         except (NcclscopeError, OSError) as exc:
             stats.error = str(exc)
         except Exception as exc:  # a parser bug must cost one input, not the batch
             stats.error = f"{type(exc).__name__}: {exc}"
         self._source_row(inp.path, None, sha, size, stats, reader)
-
-    def _file_in_ranges(self, inp: Input, sha: str | None) -> None:
-        """A large plain file parsed in byte ranges by worker processes; the batches come back in
-        order, so the rows and the model are those of one process."""
-        from ncclscope.parse.parallel import batch_paths
-
-        out: list[SourceStats] = []
-        tables = functools.partial(_worker_tables, job_id=self.job_id)
-        # no write in flight while the workers are forked (a lock held mid-write would be
-        # copied held into them)
-        _BACKGROUND.drain()
-        try:
-            for records, bulks, batch in batch_paths(
-                [inp.path], self.split, self.parser.limits, out, tables
-            ):
-                self._batch(records, bulks, batch or {})
-        except (NcclscopeError, OSError) as exc:
-            out = out or [SourceStats(inp.path)]
-            out[0].error = str(exc)
-        stats = out[0] if out else SourceStats(inp.path)
-        size = _size(inp.path)
-        # Only plain files are split: the text read is the file itself.
-        text = (sha or fs.sha256(inp.path), size) if stats.error is None else None
-        self._source_row(inp.path, None, sha, size, stats, None, text)
 
     def _archive(self, inp: Input, sha: str | None) -> None:
         archive_damage = Damage()
@@ -422,14 +392,21 @@ class JobExport:
         stats.error = error
         self._source_row(inp.path, None, sha, _size(inp.path), stats, None)
 
-    def _parse(self, reader: _HashingReader, source: str, stats: SourceStats) -> None:
+    def _parse(
+        self, reader: _HashingReader, source: str, stats: SourceStats, size: int | None = None
+    ) -> None:
         from ncclscope.export.rows import batch_tables
-        from ncclscope.parse.lane import BATCH_LINES, bulk_of, parse_batches
+        from ncclscope.parse.frames import bulk_of
+        from ncclscope.parse.pipeline import BATCH_LINES, parse_batches
 
         lines = iter_batches(
             cast(BinaryIO, reader), source, stats.damaged, self.parser.limits, BATCH_LINES
         )
-        for records, frames in prefetch(parse_batches(lines, source, stats, self.parser)):
+        for records, frames in parse_batches(lines, source, stats, self.parser):
+            if self.progress is not None:
+                # what was read is text: the stored size is its total only for a plain file
+                total = size if size is not None and reader.count <= size else None
+                self.progress(source, ReadMeter(reader.count, total))
             tables = batch_tables(records, frames, self.job_id, source)
             self._batch(records, [bulk_of(f, source) for f in frames], tables)
 
@@ -608,17 +585,6 @@ class JobExport:
         src.commit()
 
 
-def _worker_tables(
-    records: list[Record], frames: list[Any], job_id: str, source: str
-) -> dict[str, pa.Table]:
-    """ncclscope.export.rows.batch_tables, imported where it runs: this process may then fork
-    its workers before polars is loaded here (a fork after polars' thread pool started can
-    deadlock), so they start fast and inherit the compiled grammar."""
-    from ncclscope.export.rows import batch_tables
-
-    return batch_tables(records, frames, job_id, source)
-
-
 def _size(path: str) -> int | None:
     return fs.size(path)
 
@@ -628,13 +594,13 @@ def export_job(
     out: Path | str | Folder,
     parser: LineParser,
     hashes: dict[str, str] | None = None,
-    split: int = 1,
+    progress: Progress | None = None,
 ) -> JobResult:
     """Export one job to the dataset at ``out`` (a path, a URL or a Folder). ``hashes`` (path →
     sha256 of the file) are computed when not given."""
     if hashes is None:
         hashes = job_hashes(plan)
-    result = JobExport(plan, fs.folder(out), parser, split).run(hashes)
+    result = JobExport(plan, fs.folder(out), parser, progress).run(hashes)
     result.size = sum(_size(i.path) or 0 for i in plan.inputs)
     return result
 

@@ -50,16 +50,22 @@ def grammar_text() -> str:
 
 
 def _cache_path() -> str | bool:
-    """Lark's analysis cache, per grammar hash, in the private per-user cache directory; False
-    where none can be had (Lark unpickles the cache, so the directory must be ours alone)."""
+    """Where Lark keeps its analysis of this grammar (its own ``cache`` option), per grammar
+    hash, in a per-user directory only this user can write: Lark unpickles that file, so it
+    must not live in a shared temporary folder. False where no such directory can be had."""
     import hashlib
+    import os
 
     import lark
 
-    from ncclscope._diskcache import private_dir
-
-    directory = private_dir()
-    if directory is None:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = Path(base) / "ncclscope"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = directory.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return False
+    except OSError:
         return False
     digest = hashlib.sha256(grammar_text().encode("utf-8")).hexdigest()[:16]
     return str(directory / f"grammar-{lark.__version__}-{digest}.lark-cache")
@@ -140,22 +146,7 @@ def lark_parser(with_transformer: bool = True) -> Lark:
         cache=_cache_path(),
     )
     _quiet_lexer_errors(parser)
-    _cached_scanners(parser)
     return parser
-
-
-def _cached_scanners(parser: Lark) -> None:
-    """Let the lexers compile their per-state scanners through ncclscope.parse.regex_cache:
-    the same patterns, whose compiled form later runs take from disk instead of compiling."""
-    from ncclscope.parse.regex_cache import RE_MODULE
-
-    lexer = parser.parser.lexer
-    for state_lexer in {id(x): x for x in getattr(lexer, "lexers", {}).values()}.values():
-        if getattr(state_lexer, "re", None) is re:
-            state_lexer.re = RE_MODULE
-    root = getattr(lexer, "root_lexer", None)
-    if root is not None and getattr(root, "re", None) is re:
-        root.re = RE_MODULE
 
 
 @dataclass(frozen=True)
@@ -175,9 +166,6 @@ class Markers:
     foreign_literals: tuple[str, ...]
     #: regex first tokens of the `foreign` alternatives, tried at the start of a stripped line
     foreign_regex: re.Pattern[str] | None
-    #: envelope tokens whose digits change from line to line (timestamps, TRACE's clock, a
-    #: paste's line number): an envelope's shape has them zeroed (LineParser.envelope)
-    volatile: re.Pattern[str]
 
 
 def _terminal_regex(parser: Lark, name: str) -> str:
@@ -216,13 +204,6 @@ def _first_terminals(parser: Lark, start: str) -> set[str]:
 
 _LAUNCHER_TERMINALS = ("OMPI_TAG", "RANK_TAG", "TORCHX_TAG", "RAY_TAG")
 _STAMP_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "TS_SYSLOG")
-_VOLATILE_TERMINALS = (*_STAMP_TERMINALS, "TRACE_MS", "LINENO_TAG")
-
-
-def stamp_regex() -> str:
-    """The timestamp terminals, as one alternation."""
-    parser = lark_parser()
-    return _alternation(parser, _STAMP_TERMINALS)
 
 
 _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
@@ -254,5 +235,4 @@ def markers() -> Markers:
         launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),
         foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
-        volatile=re.compile(_alternation(parser, _VOLATILE_TERMINALS)),
     )

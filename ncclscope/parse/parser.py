@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from lark.exceptions import LarkError
 
@@ -27,55 +27,25 @@ from ncclscope.parse.reader import (
     Line,
     clean_for_parsing,
     cut_mark,
-    iter_lines,
+    iter_batches,
     open_input,
 )
-from ncclscope.parse.transform import Body, envelope_node, record_maker
-
-if TYPE_CHECKING:
-    from ncclscope.parse.fast import FastPath
+from ncclscope.parse.transform import Body
 
 _SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*)\b")
 _BLANKS = re.compile(r"  +")
 _ENVELOPE_CACHE_MAX = 65536
-#: lines of an envelope shape whose shortcut is checked against a full parse before it is trusted
-SHAPE_VERIFY = 2
-#: ASCII digits to 0 (another script's digit stays: a shape that holds one is just rarer)
-_ZEROED = str.maketrans("123456789", "000000000")
 #: parsed messages kept (a Body's fields are immutable values, shared by the records built)
 _BODY_CACHE_MAX = 16384
 _HIGH_VOLUME = HIGH_VOLUME_KINDS
 _TOP_SHAPES = 10
-#: "fast": grammar-derived regexes + learned shapes, Lark for the rest (ncclscope.parse.fast);
-#: "lark": Lark for every message. Both give identical records (tests/test_fast_path.py).
-ENGINES = ("fast", "lark")
-DEFAULT_ENGINE = "fast"
+#: "columnar": the patterns generated from the grammar read what they can as columns, Lark the
+#: rest (ncclscope.parse.pipeline); "lark": Lark reads every line. Both give identical records
+#: (tests/test_pipeline.py).
+ENGINES = ("columnar", "lark")
+DEFAULT_ENGINE = "columnar"
 #: the engine a LineParser() uses when none is passed (benchmarks and A/B checks set it)
 ENGINE_ENV = "NCCLSCOPE_ENGINE"
-
-
-class EnvelopeShape(NamedTuple):
-    """A checked envelope shape (LineParser.envelope_shape)."""
-
-    #: the envelope's fields but the timestamp
-    fields: dict[str, Any]
-    #: which of the volatile tokens (in order) is the timestamp; None: no timestamp
-    stamp_at: int | None
-    #: where each line's ``prefix`` is cut from (None: ``fields`` holds it, or there is none)
-    prefix_at: tuple[int, int] | None
-
-
-@dataclass(slots=True)
-class _Shape:
-    """An envelope shape: its parse (None: the shortcut is refused for it), which of its
-    volatile tokens is the timestamp, their spans, and its lines still to check in full."""
-
-    base: dict[str, Any] | None
-    stamp_at: int | None
-    #: where the ``prefix`` (text the grammar did not read) lies, when a volatile token is in it
-    prefix_at: tuple[int, int] | None
-    spans: tuple[tuple[int, int], ...]
-    verify_left: int = SHAPE_VERIFY
 
 
 def shape_of(message: str) -> str:
@@ -126,32 +96,18 @@ class LineParser:
 
     def __init__(self, engine: str | None = None, limits: Limits | None = None) -> None:
         self.limits = limits or DEFAULT_LIMITS
-        # engine: "lark" parses every message with Lark; the grammar-derived fast path
-        # (ncclscope.parse.fast, issue #5) plugs in at parse_message and must give identical records.
+        # The line path is Lark's whatever the engine; the engine says whether the pipeline
+        # reads lines as columns first.
         engine = engine or os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.engine = engine
         self._lark = lark_parser()
-        self._fast: FastPath | None = None
-        if engine == "fast":
-            from ncclscope.parse.fast import fast_path
-
-            self._fast = fast_path()
         self._m = markers()
         self._envelopes: dict[str, dict[str, Any]] = {}
-        #: envelope shapes (volatile digits zeroed), see _shaped_envelope
-        self._shapes: dict[str, _Shape] = {}
-        #: shapes seen once (a dict: insertion order, cleared when full)
-        self._seen_shapes: dict[str, None] = {}
         self._bodies: dict[str, Body | None] = {}
         #: framework lines Lark was asked about: (prefix, body) of the record, or None
         self._foreigns: dict[str, tuple[str | None, Body] | None] = {}
-
-    @property
-    def fast(self) -> FastPath | None:
-        """The grammar-derived fast path (None with the lark engine)."""
-        return self._fast
 
     @property
     def markers(self) -> Markers:
@@ -205,132 +161,15 @@ class LineParser:
     # -- envelope ----------------------------------------------------------------------------
 
     def envelope(self, text: str) -> dict[str, Any]:
+        # Ranks print the same envelope on every line of a thread: the second costs a lookup.
         cached = self._envelopes.get(text)
         if cached is not None:
             return cached
-        if self._fast is not None:
-            shaped = self._shaped_envelope(text)
-            if shaped is not None:
-                return shaped
         result = self._parse_envelope(text)
         if len(self._envelopes) >= _ENVELOPE_CACHE_MAX:
             self._envelopes.clear()
         self._envelopes[text] = result
         return result
-
-    def _shaped_envelope(self, text: str) -> dict[str, Any] | None:
-        """The envelope of a text whose timestamp (or TRACE clock, or pasted line number)
-        changes every line, from the parse of its shape: those tokens' digits zeroed. None: no
-        such token, or a shape the shortcut may not serve.
-
-        Every envelope terminal reads any digit alike, so a shape tokenises as its lines do and
-        only the zeroed tokens' values can differ; the builder keeps only a timestamp's. That
-        is checked, not assumed: the shape is parsed zero- and nine-filled, which may differ in
-        the timestamp alone, and its first lines are parsed in full too. Without this, a
-        `kubectl logs --timestamps` log cost a Lark parse per line (4x slower)."""
-        keyed = self._shape_key(text)
-        if keyed is None:
-            return None
-        key, spans = keyed
-        shape = self._shapes.get(key)
-        if shape is None:
-            if key not in self._seen_shapes:
-                # A shape costs two parses more than its line: make it when it comes again.
-                if len(self._seen_shapes) >= _ENVELOPE_CACHE_MAX:
-                    self._seen_shapes.clear()
-                self._seen_shapes[key] = None
-                return None
-            if len(self._shapes) >= _ENVELOPE_CACHE_MAX:
-                self._shapes.clear()
-            base, stamp_at, prefix_at = self._shape_parse(key, spans)
-            shape = self._shapes[key] = _Shape(base, stamp_at, prefix_at, tuple(spans))
-        if shape.base is None or shape.spans != tuple(spans):
-            return None
-        result = shape.base
-        if shape.stamp_at is not None:
-            start, end = spans[shape.stamp_at]
-            result = {**result, **envelope_node("timestamp", text[start:end])}
-        if shape.prefix_at is not None:
-            result = {**result, "prefix": text[shape.prefix_at[0] : shape.prefix_at[1]]}
-        if shape.verify_left:
-            shape.verify_left -= 1
-            if self._parse_envelope(text) != result:
-                shape.base = None
-                return None
-        return result
-
-    def _shape_key(self, text: str) -> tuple[str, list[tuple[int, int]]] | None:
-        """An envelope's shape (its volatile tokens' digits zeroed) and those tokens' spans;
-        None if it has none, or is its own shape (the plain cache serves it)."""
-        spans: list[tuple[int, int]] = []
-        pieces: list[str] = []
-        at = 0
-        for m in self._m.volatile.finditer(text):
-            start, end = m.span()
-            spans.append((start, end))
-            pieces += [text[at:start], m.group().translate(_ZEROED)]
-            at = end
-        if not spans:
-            return None
-        pieces.append(text[at:])
-        key = "".join(pieces)
-        return None if key == text else (key, spans)
-
-    def volatile_tokens(self, text: str) -> list[str]:
-        """The volatile tokens of an envelope text, in order, as the shapes are made from."""
-        return [m.group() for m in self._m.volatile.finditer(text)]
-
-    def envelope_shape(self, text: str) -> EnvelopeShape | None:
-        """The shape ``text``'s envelope is read from, once checked (the lane applies it to
-        many lines at once): its fields but the timestamp, and which volatile token is the
-        timestamp, and where its prefix is cut from. None: no shape serves it, or its check is
-        not done yet (reading the envelope, as this does, checks the first lines of a shape)."""
-        self.envelope(text)
-        keyed = self._shape_key(text)
-        shape = self._shapes.get(keyed[0]) if keyed is not None else None
-        if shape is None or shape.base is None or shape.verify_left:
-            return None
-        own = ("timestamp", "prefix") if shape.prefix_at is not None else ("timestamp",)
-        fields = {k: v for k, v in shape.base.items() if k not in own}
-        return EnvelopeShape(fields, shape.stamp_at, shape.prefix_at)
-
-    def _shape_parse(
-        self, key: str, spans: list[tuple[int, int]]
-    ) -> tuple[dict[str, Any] | None, int | None, tuple[int, int] | None]:
-        """The parse of a shape, which zeroed token is its timestamp (None: none), and where
-        its ``prefix`` lies if a zeroed token is in it (None: constant or none); the parse is
-        None if the zeroed tokens change anything else."""
-        nines = list(key)
-        for start, end in spans:
-            nines[start:end] = key[start:end].replace("0", "9")
-        nine_key = "".join(nines)
-        zero, nine = self._parse_envelope(key), self._parse_envelope(nine_key)
-        loose = ("timestamp", "prefix")
-        if {k: v for k, v in zero.items() if k not in loose} != {
-            k: v for k, v in nine.items() if k not in loose
-        }:
-            return None, None, None
-        prefix_at = None
-        if zero.get("prefix") != nine.get("prefix"):
-            # Text the grammar does not read, with a volatile token in it: each line's own
-            # text at the same place, if that place is certain.
-            zp, np_ = zero.get("prefix"), nine.get("prefix")
-            if zp is None or np_ is None or len(zp) != len(np_):
-                return None, None, None
-            at = key.find(zp)
-            if at < 0 or key.find(zp, at + 1) >= 0 or nine_key[at : at + len(np_)] != np_:
-                return None, None, None
-            prefix_at = (at, at + len(zp))
-        if "timestamp" not in zero and "timestamp" not in nine:
-            return zero, None, prefix_at
-        for i, (start, end) in enumerate(spans):
-            if envelope_node("timestamp", key[start:end]).get("timestamp") == zero.get(
-                "timestamp"
-            ) and envelope_node("timestamp", nine_key[start:end]).get("timestamp") == nine.get(
-                "timestamp"
-            ):
-                return zero, i, prefix_at
-        return None, None, None
 
     def _parse_envelope(self, text: str) -> dict[str, Any]:
         # Trailing space is kept: a Slurm "3: " label needs it to be told from a host name.
@@ -445,8 +284,6 @@ class LineParser:
         return body
 
     def _parse_message(self, message: str) -> Body | None:
-        if self._fast is not None:
-            return self._fast.parse(message)
         try:
             body = self._lark.parse(message, start="message")
         except LarkError:
@@ -458,14 +295,6 @@ class LineParser:
         message = part.message.strip()
         body = self.parse_message(message)
         if body is not None:
-            make = record_maker(body.cls)
-            if make is not None:
-                try:
-                    return make(source, number, text, part.level, env, body.fields)
-                except (KeyError, TypeError, ValueError):
-                    # a field the class lacks or misses, or a value __post_init__ refuses: the
-                    # class itself says which below, as without the maker
-                    pass
             try:
                 return body.cls(
                     source=source, line=number, text=text, level=part.level, **env, **body.fields
@@ -553,21 +382,26 @@ def parse_path(
     source: str | None = None,
     limits: Limits | None = None,
 ) -> Iterator[Record]:
-    """Records of one file (any compression) or of stdin for ``-``.
+    """Records of one file (any compression) or of stdin for ``-``, in line order, read by the
+    columnar pipeline (ncclscope.parse.pipeline) as every command reads them.
 
     Damage (cut lines, invalid bytes, an early end, a capped decompression) is noted in
     ``stats.damaged``; only a path that cannot be opened raises (InputError).
     """
+    from ncclscope.parse.pipeline import batch_records
+
     name = source or (STDIN if os.fspath(path) == STDIN else os.fspath(path))
     st = stats if stats is not None else SourceStats(name)
     lim = limits or (parser.limits if parser is not None else None)
     lp = parser or LineParser(limits=lim)
     with open_input(path, lim, st.damaged) as stream:
-        yield from parse_lines(iter_lines(stream, name, st.damaged, lim), name, st, lp)
+        yield from batch_records(iter_batches(stream, name, st.damaged, lim), name, st, lp)
 
 
 def parse_text(text: str, source: str = "<text>", stats: SourceStats | None = None) -> list[Record]:
     """Records of a log held in a string (tests, notebooks), read as a file would be."""
     st = stats if stats is not None else SourceStats(source)
+    from ncclscope.parse.pipeline import batch_records
+
     data = io.BytesIO(text.encode("utf-8", errors="surrogatepass"))
-    return list(parse_lines(iter_lines(data, source, st.damaged), source, st))
+    return list(batch_records(iter_batches(data, source, st.damaged), source, st, LineParser()))

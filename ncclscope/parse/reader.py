@@ -348,11 +348,40 @@ def decompressing(
     return io.BufferedReader(capped, buffer_size=_CHUNK)
 
 
+@dataclass(slots=True)
+class ReadMeter:
+    """How much of an input has been read, as stored (a compressed file's compressed bytes):
+    what a progress display shows. ``total`` is None where the size is unknown (stdin)."""
+
+    done: int = 0
+    total: int | None = None
+
+
+class _Metered(io.RawIOBase):
+    """Adds the bytes read from a file to a ReadMeter."""
+
+    def __init__(self, inner: BinaryIO, meter: ReadMeter) -> None:
+        self._inner = inner
+        self._meter = meter
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+        self._meter.done += n or 0
+        return n or 0
+
+
 @contextmanager
 def open_input(
-    path: str | os.PathLike[str], limits: Limits | None = None, damage: Damage | None = None
+    path: str | os.PathLike[str],
+    limits: Limits | None = None,
+    damage: Damage | None = None,
+    meter: ReadMeter | None = None,
 ) -> Iterator[BinaryIO]:
-    """Open a path (or ``-`` for stdin) as a decompressed binary stream.
+    """Open a path (or ``-`` for stdin) as a decompressed binary stream; ``meter`` (if given)
+    follows how much of the file has been read.
 
     Raises InputError with a one-line message for a missing, unreadable or directory path; a
     decompression that outgrows ``limits`` ends the stream with a note in ``damage``.
@@ -363,7 +392,11 @@ def open_input(
         return
     handle = _open_file(name)
     try:
-        yield decompressing(handle, "", limits, damage)
+        raw: BinaryIO = handle
+        if meter is not None:
+            meter.total = os.fstat(handle.fileno()).st_size
+            raw = io.BufferedReader(_Metered(handle, meter), buffer_size=_CHUNK)
+        yield decompressing(raw, "", limits, damage)
     finally:
         handle.close()
 

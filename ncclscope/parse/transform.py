@@ -10,7 +10,7 @@ No rule has a hand-written callback. A tree node is one of:
 Terminals are converted by name: ``INT``/``SINT`` and names ending ``_INT`` to int, ``HEX`` and
 ``*_HEX`` to int base 16, ``HEX0X`` to int, ``FLOAT`` and ``*_FLOAT`` to float, ``BUSID`` and
 ``*_BUSID`` to a normalised PCI bus id; anything else stays text. Because the mapping is data, the
-fast path of ncclscope.parse.fast (derived from the same grammar) reproduces it exactly.
+patterns generated from the same grammar (ncclscope.parse.patterns) reproduce it exactly.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any, NamedTuple
 
 from lark import Token, Transformer, Tree
 
-from ncclscope._diskcache import compile_generated
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record
 
@@ -110,8 +109,7 @@ def as_str(v: Any) -> str:
 
 
 def _coercer(tp: Any) -> tuple[bool, Callable[[Any], Any]]:
-    """(is_tuple, convert-one-element) for an annotation. The plain converters are named
-    functions so that generated builders can tell when one cannot change a value."""
+    """(is_tuple, convert-one-element) for an annotation."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
@@ -135,11 +133,6 @@ def _coercer(tp: Any) -> tuple[bool, Callable[[Any], Any]]:
         if issubclass(tp, str):
             return False, as_str
     return False, _keep
-
-
-#: converter -> the coercers that return its results unchanged (same object): a generated
-#: builder may leave those calls out
-IDENTITY_AFTER: dict[Callable[[str], Any] | None, frozenset[Callable[[Any], Any]]] = {}
 
 
 _SPECS: dict[type, dict[str, tuple[bool, Callable[[Any], Any]]]] = {}
@@ -278,25 +271,12 @@ class RecordBuilder(Transformer[Token, Any]):
         return Field(field, values)
 
 
-IDENTITY_AFTER.update(
-    {
-        None: frozenset({as_str, _keep}),
-        normalise_bus_id: frozenset({as_str, _keep}),
-        int: frozenset({as_int, _keep}),
-        _hex: frozenset({as_int, _keep}),
-        float: frozenset({as_float, _keep}),
-    }
-)
-
-
 # --- records from a body and an envelope ---------------------------------------------------------
-
-_SIMPLE: dict[type, Callable[..., Record] | None] = {}
 
 
 def plain_record(cls: type[Record]) -> bool:
     """Whether a record is its fields and nothing more: slots, no ``__post_init__``, no
-    default factories, every field an argument (what the lane can build as columns)."""
+    default factories, every field an argument (what a frame can hold as columns)."""
     return (
         "__slots__" in cls.__dict__
         and not hasattr(cls, "__post_init__")
@@ -304,59 +284,3 @@ def plain_record(cls: type[Record]) -> bool:
             f.default_factory is dataclasses.MISSING and f.init for f in dataclasses.fields(cls)
         )
     )
-
-
-def record_maker(cls: type[Record]) -> Callable[..., Record] | None:
-    """A constructor ``make(source, line, text, level, env, fields)`` equal to
-    ``cls(source=…, line=…, text=…, level=…, **env, **fields)`` that sets the slots directly:
-    keyword binding and ``object.__setattr__`` per field cost several microseconds a record.
-
-    As the dataclass' ``__init__`` does, a field that is not an argument gets its default and
-    ``__post_init__`` runs last (a connection derives its devices and flags there). It raises
-    KeyError where the dataclass would raise TypeError (an unknown or missing field): the caller
-    then calls the class itself for the real error. None for a class it cannot reproduce
-    (default factories, no slots).
-    """
-    if cls in _SIMPLE:
-        return _SIMPLE[cls]
-    make: Callable[..., Record] | None = None
-    flds = dataclasses.fields(cls)
-    if "__slots__" in cls.__dict__ and all(f.default_factory is dataclasses.MISSING for f in flds):
-        env_names = [f.name for f in flds if f.name in _ENVELOPE_FIELDS]
-        own = [f.name for f in flds if f.name not in _ENVELOPE_FIELDS and f.init]
-        given = ("source", "line", "text", "level")
-        g: dict[str, Any] = {
-            "_new": object.__new__,
-            "_cls": cls,
-            "_env_ok": frozenset(env_names) - frozenset(given),
-            "_own": frozenset(own),
-        }
-        lines = [
-            "def make(source, line, text, level, env, fields):",
-            "    if not (env.keys() <= _env_ok and fields.keys() <= _own):",
-            "        raise KeyError('field')",
-            "    o = _new(_cls)",
-        ]
-        for i, f in enumerate(flds):
-            g[f"_s{i}"] = getattr(cls, f.name).__set__
-            g[f"_d{i}"] = f.default
-            if not f.init:
-                if f.default is dataclasses.MISSING:
-                    continue  # __init__ leaves it unset too
-                value = f"_d{i}"
-            elif f.name in given:
-                value = f.name
-            elif f.name in _ENVELOPE_FIELDS:
-                value = f"env.get({f.name!r}, _d{i})"
-            elif f.default is dataclasses.MISSING:
-                value = f"fields[{f.name!r}]"
-            else:
-                value = f"fields.get({f.name!r}, _d{i})"
-            lines.append(f"    _s{i}(o, {value})")
-        if hasattr(cls, "__post_init__"):
-            lines.append("    o.__post_init__()")
-        lines.append("    return o")
-        exec(compile_generated("\n".join(lines) + "\n", f"<make:{cls.__name__}>"), g)
-        make = g["make"]
-    _SIMPLE[cls] = make
-    return make

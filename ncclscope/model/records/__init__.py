@@ -6,12 +6,8 @@ A family module lists its classes in ``RECORD_TYPES``; add a module here to regi
 
 from __future__ import annotations
 
-from ncclscope.model.records._codecache import cached_dataclass_code
-
-# Defining ~200 dataclasses compiles over a thousand generated methods: reuse them from disk.
-with cached_dataclass_code():
-    from ncclscope.model.records import foreign, init, net, topology, version_env
-    from ncclscope.model.records.base import Part, Record, Unrecognized
+from ncclscope.model.records import foreign, init, net, topology, version_env
+from ncclscope.model.records.base import Part, Record, Unrecognized
 
 _MODULES = (version_env, net, topology, init, foreign)
 

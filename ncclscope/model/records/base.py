@@ -12,63 +12,21 @@ location) plus what a launcher put in front of it (a rank, a host, a timestamp).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
-from ncclscope._diskcache import compile_generated
 from ncclscope.model.enums import Level
-
-#: per class: (a getter returning every field's value in order, a function setting them)
-_PICKLING: dict[type, tuple[Any, Any]] = {}
-
-
-def _pickling(cls: type) -> tuple[Any, Any]:
-    entry = _PICKLING.get(cls)
-    if entry is None:
-        names = [f.name for f in fields(cls)]
-        # attrgetter of one name returns the bare value: a dummy second name keeps it a tuple
-        getter = attrgetter(*names) if len(names) > 1 else attrgetter(*names, "__class__")
-        # Straight-line slot setters (no loop, no field lookup), as the record constructors of
-        # ncclscope.parse.transform do.
-        env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-        lines = ["def restore(values):", "    o = _new(_cls)"]
-        for i, name in enumerate(names):
-            env[f"_s{i}"] = getattr(cls, name).__set__
-            lines.append(f"    _s{i}(o, values[{i}])")
-        lines.append("    return o")
-        exec(compile_generated("\n".join(lines) + "\n", f"<restore:{cls.__name__}>"), env)
-        entry = (getter, env["restore"])
-        _PICKLING[cls] = entry
-    return entry
-
-
-def _restore(cls: type, values: tuple[Any, ...]) -> Any:
-    """Unpickle a record or part: set its slots, as the dataclass's ``__setstate__`` does."""
-    return _pickling(cls)[1](values)
-
-
-class _FastPickle:
-    """Pickling by value tuple: the dataclass default (``__getstate__``/``__setstate__`` that
-    look ``fields()`` up per record) costs more than parsing the line did, and parallel parsing
-    sends every record from a worker to the parent."""
-
-    __slots__ = ()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        cls = type(self)
-        return (_restore, (cls, _pickling(cls)[0](self)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Part(_FastPickle):
+class Part:
     """A structured value nested inside a record."""
 
     KIND: ClassVar[str] = "part"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Record(_FastPickle):
+class Record:
     """One parsed line (or one part of a spliced line): the envelope shared by every kind."""
 
     KIND: ClassVar[str] = "record"

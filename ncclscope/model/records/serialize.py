@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from ncclscope._diskcache import compile_generated
 from ncclscope.model.records.base import Part, Record
 
 JSONL_SCHEMA_VERSION = 1
@@ -63,59 +61,34 @@ def part_to_dict(part: Part) -> dict[str, Any]:
     return out
 
 
+#: values ``plain`` returns unchanged, tested by exact class (an IntEnum is not an int here)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _value(v: Any) -> Any:
+    return v if v.__class__ in _SCALARS else plain(v)
+
+
 def own_fields_to_dict(rec: Record) -> dict[str, Any]:
     """Only the kind's own fields (no envelope), as JSON-ready data."""
-    return _converters(type(rec))[1](rec)
+    return {name: _value(getattr(rec, name)) for name in _own_fields(type(rec))}
 
 
 def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
     """One record as the jsonl contract's object. ``text`` (the line as read) is included when
     asked for, and always for ``unrecognized`` records."""
-    return _converters(type(rec))[0](rec, with_text)
-
-
-_Converters = tuple[Callable[[Record, bool], dict[str, Any]], Callable[[Record], dict[str, Any]]]
-_CONVERTERS: dict[type, _Converters] = {}
-#: values ``plain`` returns unchanged, tested by exact class (an IntEnum is not an int here)
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _converters(cls: type) -> _Converters:
-    """Per record class, generated straight-line code for the two dicts above: a loop over
-    field names with getattr costs several times more per record, and jsonl output and Parquet
-    export pay it for every line."""
-    conv = _CONVERTERS.get(cls)
-    if conv is not None:
-        return conv
-
-    def value(name: str, indent: str) -> list[str]:
-        return [
-            f"{indent}v = rec.{name}",
-            f"{indent}out[{name!r}] = v if v.__class__ in _S else _plain(v)",
-        ]
-
-    full = ["def full(rec, with_text):", "    out = {'source': rec.source, 'line': rec.line}"]
-    full.append("    out['kind'] = rec.KIND")
+    out: dict[str, Any] = {"source": rec.source, "line": rec.line, "kind": rec.KIND}
     for name in _ALWAYS:
-        full += value(name, "    ")
+        out[name] = _value(getattr(rec, name))
     for name in _WHEN_PRESENT:
-        full += [f"    v = rec.{name}", "    if v is not None:", f"        out[{name!r}] = v"]
-    own = ["def own(rec):", "    out = {}"]
-    for name in _own_fields(cls):
-        full += value(name, "    ")
-        own += value(name, "    ")
-    full += [
-        "    if with_text or rec.KIND == 'unrecognized':",
-        "        out['text'] = rec.text",
-        "    return out",
-    ]
-    own.append("    return out")
-    env: dict[str, Any] = {"_S": _SCALARS, "_plain": plain}
-    src = "\n".join(full) + "\n" + "\n".join(own) + "\n"
-    exec(compile_generated(src, f"<serialize:{cls.__name__}>"), env)  # field names are identifiers
-    conv = (env["full"], env["own"])
-    _CONVERTERS[cls] = conv
-    return conv
+        v = getattr(rec, name)
+        if v is not None:
+            out[name] = v
+    for name in _own_fields(type(rec)):
+        out[name] = _value(getattr(rec, name))
+    if with_text or rec.KIND == "unrecognized":
+        out["text"] = rec.text
+    return out
 
 
 # JSON allows these raw inside strings, but consumers that split lines with str.splitlines() (or

@@ -1,0 +1,211 @@
+"""Per-kind tables: the rows of one record kind that the columnar pipeline typed in a batch.
+
+A :class:`KindFrame` is a polars DataFrame with the columns ``line``, ``text``, ``level``, the
+envelope fields (:data:`ENVELOPE`) and the kind's own fields in their declared order. The
+consumers read frames as columns: ``parse`` builds its jsonl lines (:func:`jsonl_rows`), export
+its Parquet rows (ncclscope.export.rows), and the job builder what it keeps of a summarised
+kind (:func:`bulk_of`: counts, processes, the last row per slot). Records are made from rows
+only where a consumer needs objects (:meth:`KindFrame.records`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import polars as pl
+
+from ncclscope.model.enums import Level
+from ncclscope.model.job import Bulk, LastRows, SlotKey, ThreadKey
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.serialize import JSONL_ALWAYS, JSONL_WHEN_PRESENT, jsonl_line
+
+#: the record fields every line has whatever its envelope
+GIVEN: Final = frozenset({"source", "line", "text", "level"})
+#: the envelope fields, in Record's order
+ENVELOPE: Final = tuple(f.name for f in dataclasses.fields(Record) if f.name not in GIVEN)
+ENVELOPE_SET: Final = frozenset(ENVELOPE)
+
+
+_OWN_FIELDS: dict[type[Record], tuple[str, ...]] = {}
+
+
+def own_fields(cls: type[Record]) -> tuple[str, ...]:
+    """A record class's own fields (not the envelope), in declared order."""
+    own = _OWN_FIELDS.get(cls)
+    if own is None:
+        own = _OWN_FIELDS[cls] = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in ENVELOPE_SET and f.name not in GIVEN
+        )
+    return own
+
+
+@functools.cache
+def envelope_schema() -> dict[str, Any]:
+    """The envelope columns' types, from Record's annotations (int or text)."""
+    hints = typing.get_type_hints(Record)
+    return {k: pl.Int64 if int in typing.get_args(hints[k]) else pl.String for k in ENVELOPE}
+
+
+@dataclass(slots=True)
+class KindFrame:
+    """The rows of one record class typed in a batch, in line order (see the module doc)."""
+
+    cls: type[Record]
+    rows: pl.DataFrame
+
+    def records(self, source: str, rows: pl.DataFrame | None = None) -> list[Record]:
+        """Rows as records, built by the class itself (its defaults and ``__post_init__``)."""
+        own = own_fields(self.cls)
+        table = self.rows if rows is None else rows
+        table = table.select("line", "text", "level", *ENVELOPE, *own)
+        n_env = len(ENVELOPE)
+        cls = self.cls
+        out = []
+        for row in table.iter_rows():
+            env = {k: v for k, v in zip(ENVELOPE, row[3 : 3 + n_env], strict=True) if v is not None}
+            fields = {k: v for k, v in zip(own, row[3 + n_env :], strict=True) if v is not None}
+            out.append(
+                cls(source=source, line=row[0], text=row[1], level=Level(row[2]), **env, **fields)
+            )
+        return out
+
+
+def _json_value(col: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A column's values as ``json.dumps`` writes them. Frames hold printable ASCII only, so a
+    string needs only its backslashes and quotes escaped."""
+    if dtype == pl.String:
+        escaped = col.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
+            '"', '\\"', literal=True
+        )
+        text = pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
+    elif dtype == pl.Null:
+        return pl.lit("null")
+    elif dtype == pl.Boolean:
+        text = pl.when(col).then(pl.lit("true")).otherwise(pl.lit("false"))
+    elif dtype.is_integer():
+        text = col.cast(pl.String)
+    else:
+        raise TypeError(f"no JSON form for {dtype} in a frame")
+    return pl.when(col.is_null()).then(pl.lit("null")).otherwise(text)
+
+
+def jsonl_rows(frame: KindFrame, source: str, with_text: bool) -> pl.DataFrame:
+    """The ``parse`` jsonl lines (newline included) of a frame's records, with their ``line``:
+    the text ``jsonl_line(record_to_dict(rec, with_text))`` gives for each (docs/contracts.md),
+    in its key order."""
+    rows = frame.rows
+    schema = rows.schema
+    # the source as the line path writes it (line breakers escaped), without the closing brace
+    head = jsonl_line({"source": source})[:-1]
+    pieces: list[pl.Expr] = [
+        pl.lit(head),
+        pl.lit(', "line": '),
+        pl.col("line").cast(pl.String),
+        pl.lit(f', "kind": "{frame.cls.KIND}"'),
+    ]
+    for name in JSONL_ALWAYS:
+        pieces += [pl.lit(f', "{name}": '), _json_value(pl.col(name), schema[name])]
+    for name in JSONL_WHEN_PRESENT:
+        col = pl.col(name)
+        pieces.append(
+            pl.when(col.is_null())
+            .then(pl.lit(""))
+            .otherwise(pl.concat_str([pl.lit(f', "{name}": '), _json_value(col, schema[name])]))
+        )
+    for name in own_fields(frame.cls):
+        pieces += [pl.lit(f', "{name}": '), _json_value(pl.col(name), schema[name])]
+    if with_text:
+        pieces += [pl.lit(', "text": '), _json_value(pl.col("text"), schema["text"])]
+    pieces.append(pl.lit("}\n"))
+    return rows.select("line", pl.concat_str(pieces).alias("json"))
+
+
+def bulk_of(frame: KindFrame, source: str) -> Bulk:
+    """What the job builder keeps of a frame's rows (counts, processes, the last per slot)."""
+    rows = frame.rows
+    has_comm = "comm" in rows.columns and rows.schema["comm"] == pl.String
+    comm = pl.col("comm") if has_comm else pl.lit(None, dtype=pl.String)
+    keyed = rows.with_columns(
+        comm.alias("_comm"),
+        pl.when(comm.is_null()).then(pl.col("tid")).otherwise(None).alias("_tid"),
+    )
+    procs = (
+        keyed.filter(pl.col("host").is_not_null() | pl.col("pid").is_not_null())
+        .group_by(["host", "pid"], maintain_order=True)
+        .agg(pl.col("line").min().alias("first"), pl.col("dev").drop_nulls().unique())
+        .sort("first")
+    )
+    slots = (
+        keyed.group_by(["host", "pid", "_comm", "_tid"], maintain_order=True)
+        .agg(pl.col("line").min().alias("first"), pl.col("line").max().alias("last"))
+        .sort("first")
+    )
+    lasts = _LastRows(frame, source, slots.get_column("last"))
+    slot_list: list[tuple[int, SlotKey, int, LastRows]] = []
+    for host, pid, c, t, first, last in slots.iter_rows():
+        key: SlotKey = (source, host, pid, c if c is not None else t)
+        slot_list.append((first, key, last, lasts))
+
+    return Bulk(
+        kind=frame.cls.KIND,
+        source=source,
+        count=rows.height,
+        processes=[(f, h, p, set(d)) for h, p, f, d in procs.iter_rows()],
+        slots=slot_list,
+        first_line=int(rows.get_column("line").min()),  # type: ignore[arg-type]
+        threads=frozenset(
+            (source, host, pid, tid)
+            for host, pid, tid in rows.select("host", "pid", "tid").unique().iter_rows()
+        ),
+        thread_lines=_ThreadLines(source, rows.select("host", "pid", "tid", "line")),
+    )
+
+
+class _LastRows:
+    """The rows of a frame that were the last of their slot in its batch, built into records
+    only when asked (ncclscope.model.job.LastRows)."""
+
+    def __init__(self, frame: KindFrame, source: str, lines: pl.Series) -> None:
+        self.frame = KindFrame(frame.cls, frame.rows.filter(pl.col("line").is_in(lines.implode())))
+        self.source = source
+
+    def __call__(self, lines: Iterable[int]) -> dict[int, Record]:
+        rows = self.frame.rows
+        wanted = pl.Series("line", list(lines), dtype=rows.schema["line"])
+        picked = rows.filter(pl.col("line").is_in(wanted.implode()))
+        return {rec.line: rec for rec in self.frame.records(self.source, picked)}
+
+
+class _ThreadLines:
+    """The lines of each thread of a frame, computed on demand (only when an error chain is
+    open)."""
+
+    def __init__(self, source: str, rows: pl.DataFrame) -> None:
+        self.source = source
+        self.rows = rows
+
+    def __call__(self, threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
+        out: dict[ThreadKey, list[int]] = {}
+        mine = [t for t in threads if t[0] == self.source]
+        if not mine:
+            return out
+        wanted = pl.DataFrame(
+            [t[1:] for t in mine],
+            schema={"host": pl.String, "pid": pl.Int64, "tid": pl.Int64},
+            orient="row",
+        )
+        grouped = (
+            self.rows.join(wanted, on=["host", "pid", "tid"], nulls_equal=True)
+            .group_by(["host", "pid", "tid"])
+            .agg(pl.col("line").sort())
+        )
+        for host, pid, tid, lines in grouped.iter_rows():
+            out[(self.source, host, pid, tid)] = list(lines)
+        return out

@@ -1,0 +1,322 @@
+"""The columnar pipeline: a batch of lines in, per-kind tables and records out.
+
+Every command (``parse``, ``diagnose``, ``topo``, ``export``) reads its inputs through here:
+
+1. a batch of lines (``reader.iter_batches``: thousands of lines) becomes one polars string
+   column;
+2. the lines the grammar's patterns can take whole are chosen as columns: printable ASCII (so
+   cleaning changes nothing), within the parse cap, exactly one ``LEVEL`` word, no launcher or
+   collector tail; they are split there into envelope, level and message;
+3. the envelopes and the messages are read by the patterns generated from the grammar
+   (ncclscope.parse.patterns, run by ncclscope.parse.match): one extraction per kind over its
+   own rows, the kind chosen from the message's literal start;
+4. what the patterns do not take (a damaged line, a spliced line, a framework line, a kind the
+   patterns leave to Lark) is read by the line path (ncclscope.parse.parser: Lark, memoised by
+   text), so every line is accounted for exactly as Lark alone would read it;
+5. the typed rows of a kind become a :class:`~ncclscope.parse.frames.KindFrame` where the
+   consumers can read its columns as they are (a plain record class whose fields are text and
+   integers), and records otherwise; records come in line order.
+
+``tests/test_pipeline.py`` holds the output to the lark engine's on every fixture.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, cast
+
+import polars as pl
+
+from ncclscope.model.enums import Level
+from ncclscope.model.job import HIGH_VOLUME_KINDS
+from ncclscope.model.records import KINDS
+from ncclscope.model.records.base import Part, Record
+from ncclscope.parse import match
+from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fields
+from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.reader import Line, Lines, TextBatch
+from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record
+
+#: lines per batch when lines come one at a time: large enough that polars' per-call cost
+#: vanishes, small enough to bound memory
+BATCH_LINES: Final = 65536
+
+# The LEVEL terminal (grammar/nccl.lark) in polars' dialect: the same words and boundary.
+_LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
+_LEVEL_WORD: Final = r"NCCL (INFO|WARN|TRACE|CALL|ABORT)\b"
+
+Batch = tuple[list[Record], list[KindFrame]]
+
+
+def parse_batches(
+    lines: Iterable[Line] | Iterable[Lines], source: str, stats: SourceStats, parser: LineParser
+) -> Iterator[Batch]:
+    """The records of numbered lines (or of ``reader.iter_batches``' batches), a batch at a
+    time: the records in line order, and the frames of the kinds read as columns. With the
+    lark engine every line is read by Lark."""
+    columnar = parser.engine != "lark"
+    for batch in _batched(lines):
+        if not columnar:
+            records: list[Record] = []
+            for ln in _as_lines(batch):
+                records.extend(parser.parse_line(source, ln.number, ln.text, stats, ln.cut))
+            yield records, []
+            continue
+        yield _columnar(batch, source, stats, parser)
+
+
+def batch_records(
+    lines: Iterable[Line] | Iterable[Lines], source: str, stats: SourceStats, parser: LineParser
+) -> Iterator[Record]:
+    """The records of ``parse_batches``, frames' rows built into records, in line order."""
+    for records, frames in parse_batches(lines, source, stats, parser):
+        if not frames:
+            yield from records
+            continue
+        merged = records + [rec for frame in frames for rec in frame.records(source)]
+        merged.sort(key=_line_of)
+        yield from merged
+
+
+def _columnar(batch: Lines, source: str, stats: SourceStats, parser: LineParser) -> Batch:
+    if isinstance(batch, TextBatch):
+        n = len(batch.texts)
+        numbers: Any = range(batch.first, batch.first + n)
+        texts: Any = batch.texts
+    else:
+        n = len(batch)
+        numbers = [ln.number for ln in batch]
+        # a cut line is never the patterns': NUL keeps it out (not printable ASCII)
+        texts = [ln.text if not ln.cut else "\x00" for ln in batch]
+    df = pl.DataFrame(
+        {"i": range(n), "line": numbers, "text": texts},
+        schema={"i": pl.Int64, "line": pl.Int64, "text": pl.String},
+    )
+    text = pl.col("text")
+    if stats.damaged.binary:
+        # the line path counts a binary input's lines as noise
+        return _line_path(batch, range(n), source, stats, parser), []
+    # lines the line path would read unchanged: cleaning is a no-op on them
+    plain = df.filter(
+        text.str.len_bytes() <= parser.limits.max_parse_chars,
+        ~text.str.contains(r"[^\x20-\x7e]"),
+        # colour codes a collector spelt out: the line path removes them first
+        ~text.str.contains(r"\[[0-9;]+m"),
+    )
+    # Noise: no NCCL header, and nothing a framework line the grammar reads can start with
+    # (a superset of the line path's test, so a line it would type is never counted here).
+    noise = plain.filter(
+        ~text.str.contains("NCCL ", literal=True),
+        ~text.str.contains_any(list(parser.markers.foreign_literals)),
+        ~text.str.contains(_foreign_start(parser)),
+    ).get_column("i")
+    stats.lines += noise.len()
+    stats.noise += noise.len()
+    cand = plain.filter(
+        text.str.count_matches(_LEVEL) == 1,
+        # Ray's "[repeated Nx across cluster]" and a launcher tag at the end of the line belong
+        # to the line path's splitter
+        ~text.str.contains("across cluster]", literal=True),
+        ~text.str.contains(r"[:)] *$"),
+    )
+    # ASCII only, so character and byte offsets agree. The message is what follows the level
+    # word and one blank, stripped, as LineParser.split and _nccl cut it.
+    cand = cand.with_columns(
+        text.str.find(_LEVEL).alias("pos"), text.str.extract(_LEVEL_WORD, 1).alias("level")
+    ).select(
+        "i",
+        "line",
+        "text",
+        "level",
+        text.str.slice(0, pl.col("pos")).alias("env"),
+        text.str.slice(pl.col("pos") + 5 + pl.col("level").str.len_bytes())
+        .str.strip_prefix(" ")
+        .str.strip_chars()
+        .alias("msg"),
+    )
+    envs = match.envelope_columns(cand.get_column("env"))
+    schema = envelope_schema()
+    env_columns = [
+        pl.col(k) if k in envs.columns else pl.lit(None, dtype=schema[k]).alias(k) for k in ENVELOPE
+    ]
+    cand = pl.concat([cand.drop("env"), envs.select(*env_columns, "ok")], how="horizontal")
+    cand = cand.filter(pl.col("ok"))
+    base = cand.drop("ok", "msg").with_row_index("row")
+    tables = match.message_columns(cand.get_column("msg")).tables
+    records: list[Record] = []
+    frames: list[KindFrame] = []
+    claimed: list[pl.Series] = []
+    for kind, table in tables.items():
+        if not table.height:
+            continue
+        rows = base.join(table, on="row", how="inner", maintain_order="right").drop("row")
+        cls = cast(type[Record], KINDS[kind])
+        claimed.append(rows.get_column("i"))
+        rows = rows.drop("i")
+        frame = _frame(cls, rows)
+        if frame is not None:
+            frames.append(frame)
+        else:
+            records.extend(_records(cls, rows, source))
+    count = sum(c.len() for c in claimed)
+    stats.lines += count
+    stats.nccl_lines += count
+    stats.typed += count
+    stats.records += count
+    every = pl.Series("i", range(n), dtype=pl.Int64)
+    taken = pl.concat([noise, *claimed])
+    left = every.filter(~every.is_in(taken.implode())).to_list()
+    records.extend(_line_path(batch, left, source, stats, parser))
+    if claimed:
+        records.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
+    return records, frames
+
+
+def _line_path(
+    batch: Lines, rows: Iterable[int], source: str, stats: SourceStats, parser: LineParser
+) -> list[Record]:
+    """The records the line path (Lark, memoised) gives for these rows of the batch."""
+    out: list[Record] = []
+    for i in rows:
+        if isinstance(batch, TextBatch):
+            number, raw, cut = batch.first + i, batch.texts[i], 0
+        else:
+            number, raw, cut = batch[i]
+        out.extend(parser.parse_line(source, number, raw, stats, cut))
+    return out
+
+
+@functools.cache
+def _foreign_start(parser: LineParser) -> str:
+    """What the line path tries at the start of a line with no NCCL header (the grammar's
+    `foreign` regex first tokens), as a superset polars runs: a lookahead becomes a group to
+    match, which a text matching the original at its start also matches."""
+    regex = parser.markers.foreign_regex
+    if regex is None:
+        return "$^"
+    return r"^\s*(?:" + regex.pattern.replace("(?=", "(?:") + ")"
+
+
+def _line_of(rec: Record) -> int:
+    return rec.line
+
+
+def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
+    """The rows as a frame, where the consumers read it as columns: a summarised kind (one line
+    per collective or allocation) whose record is its text and integer fields."""
+    if cls.KIND not in HIGH_VOLUME_KINDS or not plain_record(cls):
+        return None
+    specs = field_specs(cls)
+    columns: list[pl.Expr] = []
+    for name in own_fields(cls):
+        _is_tuple, coerce = specs[name]
+        dtype = _FRAME_TYPES.get(coerce)
+        if _is_tuple or dtype is None:
+            return None
+        if name in rows.columns:
+            if rows.schema[name] not in (dtype, pl.Null):
+                return None
+            columns.append(pl.col(name).cast(dtype))
+        else:
+            default = _default(cls, name)
+            if default is not None and not isinstance(default, int | str):
+                return None
+            columns.append(pl.lit(default, dtype=dtype).alias(name))
+    return KindFrame(cls, rows.select("line", "text", "level", *ENVELOPE, *columns))
+
+
+#: the coercions a frame column holds as it is
+_FRAME_TYPES: Final[dict[Any, Any]] = {as_int: pl.Int64, as_str: pl.String}
+
+
+def _default(cls: type[Record], name: str) -> Any:
+    return cls.__dataclass_fields__[name].default
+
+
+def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
+    """Rows as records, each field coerced to its annotation as the transformer does."""
+    specs = field_specs(cls)
+    own = [c for c in rows.columns if c not in _ROW_COLUMNS]
+    coercers = []
+    for name in own:
+        is_tuple, coerce = specs[name]
+        part = _part_class(cls, name)
+        if part is not None:
+            coerce = functools.partial(_make_part, part)
+        coercers.append((name, is_tuple, coerce))
+    out: list[Record] = []
+    n_env = len(ENVELOPE)
+    # polars hands each row its own copy of a string: one host name per record would cost
+    # more than the record, so repeated envelope texts are shared
+    shared: dict[str, str] = {}
+    for row in rows.select("line", "text", "level", *ENVELOPE, *own).iter_rows():
+        env: dict[str, Any] = {
+            k: (shared.setdefault(v, v) if isinstance(v, str) else v)
+            for k, v in zip(ENVELOPE, row[3 : 3 + n_env], strict=True)
+            if v is not None
+        }
+        fields: dict[str, Any] = {}
+        for (name, is_tuple, coerce), value in zip(coercers, row[3 + n_env :], strict=True):
+            if value is None:
+                continue
+            if is_tuple:
+                fields[name] = tuple(coerce(v) for v in value)
+            else:
+                fields[name] = coerce(value)
+        out.append(
+            cls(source=source, line=row[0], text=row[1], level=Level(row[2]), **env, **fields)
+        )
+    return out
+
+
+_ROW_COLUMNS: Final = frozenset({"line", "text", "level", *ENVELOPE})
+
+
+def _part_class(cls: type, name: str) -> type[Part] | None:
+    """The Part class a field holds (alone, optional or in a tuple), if it holds parts."""
+    hint = typing.get_type_hints(cls)[name]
+    for arg in (hint, *typing.get_args(hint)):
+        for inner in (arg, *typing.get_args(arg)):
+            if isinstance(inner, type) and issubclass(inner, Part):
+                return inner
+    return None
+
+
+def _make_part(part: type[Part], value: dict[str, Any]) -> Part:
+    """A part from the struct the patterns give (its fields; null: not printed), each field
+    coerced as the transformer coerces it."""
+    specs = field_specs(part)
+    fields: dict[str, Any] = {}
+    for name, v in value.items():
+        if v is None:
+            continue
+        is_tuple, coerce = specs[name]
+        inner = _part_class(part, name)
+        if inner is not None:
+            coerce = functools.partial(_make_part, inner)
+        fields[name] = tuple(coerce(x) for x in v) if is_tuple else coerce(v)
+    return part(**fields)
+
+
+def _as_lines(lines: Lines) -> list[Line]:
+    return lines.lines() if isinstance(lines, TextBatch) else lines
+
+
+def _batched(items: Iterable[Line] | Iterable[Lines]) -> Iterator[Lines]:
+    """Batches as given, or numbered lines gathered into batches of BATCH_LINES."""
+    batch: list[Line] = []
+    for item in items:
+        if isinstance(item, Line):
+            batch.append(item)
+            if len(batch) >= BATCH_LINES:
+                yield batch
+                batch = []
+        else:
+            if batch:
+                yield batch
+                batch = []
+            yield item
+    if batch:
+        yield batch

@@ -1,0 +1,128 @@
+"""The columnar pipeline against Lark alone: the same records, jsonl, statistics and model.
+
+The pipeline reads what the generated patterns take as columns and sends the rest to the line
+path (Lark, memoised); with the lark engine every line is Lark's. Whatever the split, the output
+must be the same: every real fixture, the benchmark's synthetic logs (COLL-heavy, init-heavy
+with hosts renamed), and logs mutated to cut, splice, colour and respace lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ncclscope.model.records.serialize import jsonl_line, record_to_dict
+from ncclscope.parse import pipeline
+from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.reader import iter_batches
+from ncclscope.parse.stream import jsonl_paths
+
+from .helpers import real_logs, synth
+
+
+def _records(data: bytes, engine: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    st = SourceStats("t")
+    recs = pipeline.batch_records(
+        iter_batches(io.BytesIO(data), "t", st.damaged), "t", st, LineParser(engine=engine)
+    )
+    out = [record_to_dict(r, with_text=True) for r in recs]
+    facts = {f.name: getattr(st, f.name) for f in dataclasses.fields(st) if f.name != "damaged"}
+    return out, {**facts, "damaged": st.damaged.counts()}
+
+
+def _same(data: bytes) -> int:
+    got, got_stats = _records(data, "columnar")
+    want, want_stats = _records(data, "lark")
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a == b, f"line {b['line']}: {b.get('text')!r}"
+    assert got_stats == want_stats
+    return len(got)
+
+
+@pytest.mark.parametrize("log", real_logs(), ids=lambda p: p.name)
+def test_every_fixture_reads_as_lark_reads_it(log: Path) -> None:
+    _same(log.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("synth")
+    s = synth()
+    coll, init = root / "coll.log", root / "init.log"
+    s.write_coll_heavy(coll, 1_500_000)
+    s.write_init_heavy(init, 1_500_000, Path(__file__).resolve().parent.parent / "fixtures/real")
+    return {"coll": coll, "init": init}
+
+
+@pytest.mark.parametrize("shape", ["coll", "init"])
+def test_synthetic_logs_read_as_lark_reads_them(synthetic: dict[str, Path], shape: str) -> None:
+    assert _same(synthetic[shape].read_bytes()) > 5000
+
+
+def _mutated(lines: list[bytes], rng: random.Random) -> bytes:
+    """Damage a reader meets: a cut line, two writers spliced, colour codes, doubled blanks,
+    CRs, a NUL, a launcher tag left at the end."""
+    out = []
+    for line in lines:
+        roll = rng.random()
+        if roll < 0.04:
+            line = line[: rng.randrange(1, max(2, len(line)))]
+        elif roll < 0.08 and out:
+            line = out.pop() + b" " + line
+        elif roll < 0.11:
+            line = b"\x1b[32m" + line + b"\x1b[0m"
+        elif roll < 0.14:
+            line = line.replace(b" ", b"  ", 2)
+        elif roll < 0.16:
+            line = line + b"\r"
+        elif roll < 0.17:
+            line = line.replace(b" ", b"\x00 ", 1)
+        elif roll < 0.19:
+            line = line + b" [rank3]:"
+        out.append(line)
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_lines_read_as_lark_reads_them(seed: int) -> None:
+    rng = random.Random(seed)
+    lines = [line for log in real_logs()[:40] for line in log.read_bytes().splitlines()]
+    _same(_mutated(lines, rng))
+
+
+def test_jsonl_of_frames_and_records_is_the_line_order(synthetic: dict[str, Path]) -> None:
+    """parse's jsonl merges the frames' rows (built as columns) and the records by line."""
+    path = str(synthetic["coll"])
+    text = "".join(jsonl_paths([path]))
+    st = SourceStats(path)
+    data = Path(path).read_bytes()
+    recs = pipeline.batch_records(
+        iter_batches(io.BytesIO(data), path, st.damaged), path, st, LineParser(engine="lark")
+    )
+    want = "".join(jsonl_line(record_to_dict(r)) + "\n" for r in recs)
+    assert text == want
+
+
+def test_the_pipeline_types_most_lines_as_columns(synthetic: dict[str, Path]) -> None:
+    """The point of the pipeline: on both shapes most NCCL lines never reach Lark."""
+    for path in synthetic.values():
+        parser = LineParser()
+        parsed: list[str] = []
+        original = parser.parse_message
+
+        def counting(message: str, original: Any = original, parsed: list[str] = parsed) -> Any:
+            parsed.append(message)
+            return original(message)
+
+        parser.parse_message = counting  # type: ignore[method-assign]
+        st = SourceStats(str(path))
+        batches = iter_batches(io.BytesIO(path.read_bytes()), st.source, st.damaged)
+        for _ in pipeline.parse_batches(batches, st.source, st, parser):
+            pass
+        assert len(parsed) < 0.2 * st.nccl_lines, (path.name, len(parsed), st.nccl_lines)
