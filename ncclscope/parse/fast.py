@@ -867,7 +867,10 @@ class FastPath:
         try:
             ip = self.lark.parse_interactive(message, start=START)
             names = tuple(tok.type for tok in ip.exhaust_lexer())
-            if not names or names[0] != first:
+            # A ring or tree line of a big communicator is one terminal per rank (NCCL < 2.23
+            # prints a 1,024-rank ring in full): its regex would nest one level per rank, past
+            # Python's recursion limit, and serve only lines of that exact length. Lark reads it.
+            if not names or names[0] != first or len(names) > MAX_SEQUENCE_LENGTH:
                 return
             pieces, tree = self.compiler.compile(names)
             pattern, by_marker, _kind = _join({"s": (names, _opened(pieces), tree)})
