@@ -83,6 +83,32 @@ class Communicator:
         return {ri.host for ri in self.ranks.values() if ri.host}
 
 
+@dataclass(frozen=True)
+class CommFamily:
+    """Communicators of one shape (ranks, nodes each spans): the 128 tensor-parallel groups of
+    a 128-node job are one family, its 8 data-parallel groups another, reported together."""
+
+    nranks: int
+    #: the hosts each communicator spans (the most any member spans, when they differ)
+    nodes: int
+    keys: tuple[CommKey, ...]
+    #: connection lines of all members by transport class, most first
+    transports: tuple[tuple[str, int], ...]
+
+    def describe(self) -> str:
+        """``128 communicators of 8 ranks on 1 node each, all P2P/IPC/read``."""
+        n = len(self.keys)
+        what = "communicator" if n == 1 else "communicators"
+        each = "" if n == 1 else " each"
+        nodes = f"{self.nodes} node{'s' if self.nodes != 1 else ''}" if self.nodes else "? nodes"
+        text = f"{n} {what} of {self.nranks} ranks on {nodes}{each}"
+        if len(self.transports) == 1:
+            return f"{text}, all {self.transports[0][0]}"
+        if self.transports:
+            return text + ", " + ", ".join(f"{t} ×{c}" for t, c in self.transports)
+        return text
+
+
 def comm_key(rec: CommInit) -> CommKey:
     if rec.comm_id is not None:
         return f"0x{rec.comm_id:x}"
@@ -275,6 +301,40 @@ class JobViews:
             cached = {} if comm is None else {r: ri.host for r, ri in comm.ranks.items() if ri.host}
             self._host_maps[key] = cached
         return cached
+
+    @cached_property
+    def connections_by_comm(self) -> dict[CommKey | None, list[Connection]]:
+        """Connection lines by the communicator they belong to (None: not placed)."""
+        out: dict[CommKey | None, list[Connection]] = defaultdict(list)
+        for conn in self.job.of(Connection):
+            out[self.comm_of(conn)].append(conn)
+        return dict(out)
+
+    @cached_property
+    def families(self) -> list[CommFamily]:
+        """Communicators grouped by shape, largest first."""
+        # one node or several: a group missing a silent rank's host is still of its family
+        shapes: dict[tuple[int, bool], list[Communicator]] = defaultdict(list)
+        for comm in self.communicators.values():
+            shapes[(comm.nranks, len(comm.hosts) > 1)].append(comm)
+        out: list[CommFamily] = []
+        for (nranks, _multi), comms in shapes.items():
+            nodes = max(len(c.hosts) for c in comms)
+            counts: Counter[str] = Counter()
+            for comm in comms:
+                counts.update(
+                    transport_class(c) for c in self.connections_by_comm.get(comm.key, ())
+                )
+            out.append(
+                CommFamily(
+                    nranks,
+                    nodes,
+                    tuple(sorted(c.key for c in comms)),
+                    tuple(sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))),
+                )
+            )
+        out.sort(key=lambda f: (-f.nranks, -len(f.keys), -f.nodes))
+        return out
 
     @cached_property
     def world(self) -> Communicator | None:
