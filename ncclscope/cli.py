@@ -7,6 +7,7 @@ Heavy imports happen inside the commands so that ``ncclscope --help`` starts fas
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -247,6 +248,22 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
 )
+@click.option(
+    "--markdown-budget",
+    type=click.IntRange(min=0),
+    default=60_000,
+    show_default=True,
+    metavar="CHARS",
+    help="Cut the Markdown report to fit this many characters (a GitHub issue takes 65,536, "
+    "a Jira text field 32,767): detail goes first, the findings stay. 0: no limit.",
+)
+@click.option(
+    "--full-report",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    metavar="FILE",
+    help="Also write the whole report, uncut, to FILE (in --format's format).",
+)
 @workers_option("Processes that parse (0: one per CPU)", "report")
 def diagnose(
     paths: tuple[str, ...],
@@ -255,6 +272,8 @@ def diagnose(
     ignore: tuple[str, ...],
     fail_on: str,
     color: bool | None,
+    markdown_budget: int,
+    full_report: str | None,
     workers: int,
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
@@ -273,15 +292,42 @@ def diagnose(
     elif fmt == "markdown":
         from ncclscope.report.markdown import render_markdown
 
-        click.echo(render_markdown(result), nl=False)
+        click.echo(render_markdown(result, budget=markdown_budget), nl=False)
     else:
         from ncclscope.report.text import render_text
 
         render_text(result, sys.stdout, color=color)
+    if full_report is not None:
+        _write_full_report(full_report, fmt, result)
     if fail_on != "never":
         threshold = Severity(fail_on)
         if any(f.severity >= threshold for f in result.findings):
             sys.exit(EXIT_FINDINGS)
+
+
+def _write_full_report(path: str, fmt: str, result: Any) -> None:
+    """The report in ``fmt`` with nothing cut, to a file (the ticket links or attaches it)."""
+    from ncclscope.errors import InputError
+
+    if fmt == "json":
+        from ncclscope.report.json_report import diagnosis_to_dict
+
+        text = json.dumps(diagnosis_to_dict(result), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "markdown":
+        from ncclscope.report.markdown import render_markdown
+
+        text = render_markdown(result, budget=0)
+    else:
+        from ncclscope.report.text import render_text
+
+        buf = io.StringIO()
+        render_text(result, buf, color=False)
+        text = buf.getvalue()
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @main.command()

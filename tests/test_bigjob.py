@@ -1,0 +1,187 @@
+"""Big jobs: long ring lines, communicator attribution, findings and reports at scale.
+
+The logs come from benchmarks/bigjob.py (NCCL 2.21.5 lines of the corpus's L03, world + TP + DP
+communicators); small node counts keep this fast, the 1,024 and 4,096 GPU runs are the
+benchmark's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ncclscope import api
+from ncclscope.cli import main
+from ncclscope.engine import Diagnosis, fold_alike
+from ncclscope.model.records.topology import Connection, RingOrder
+from ncclscope.model.views import views
+from ncclscope.report.markdown import render_markdown
+from ncclscope.rules.base import Category, Evidence, Finding, Severity
+from tests.helpers import bigjob
+
+NODES = 16
+
+
+def _write(tmp: Path, name: str, **faults: Any) -> Path:
+    gen = bigjob()
+    path = tmp / f"{name}.log"
+    gen.write(path, gen.BigJob(NODES, **faults))
+    return path
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory: pytest.TempPathFactory) -> Diagnosis:
+    return api.diagnose([_write(tmp_path_factory.mktemp("big"), "healthy")])
+
+
+@pytest.fixture(scope="module")
+def faulty_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write(tmp_path_factory.mktemp("big"), "faulty", no_ib=(3,), stuck=(42,))
+
+
+@pytest.fixture(scope="module")
+def faulty(faulty_log: Path) -> Diagnosis:
+    return api.diagnose([faulty_log])
+
+
+def test_full_ring_of_a_thousand_ranks_is_read(tmp_path: Path) -> None:
+    # NCCL < 2.23 prints each ring in full: 1,100 ranks on one line crashed the fast path's
+    # pattern learning (RecursionError) before it left long lines to Lark.
+    order = "".join(f" {r:3d}" for r in range(1100))
+    lines = [f"node-0000:1:1 [0] NCCL INFO Channel {ch:02d}/24 :{order}\n" for ch in range(4)]
+    log = tmp_path / "ring.log"
+    log.write_text("".join(lines), encoding="utf-8")
+    result = api.diagnose([log])
+    rings = result.job.of(RingOrder)
+    assert len(rings) == 4
+    assert tuple(rings[0].ranks) == tuple(range(1100))
+    assert not result.job.unrecognized
+
+
+def test_truncated_rings_of_2_23_are_typed(tmp_path: Path) -> None:
+    gen = bigjob()
+    log = tmp_path / "trunc.log"
+    gen.write(log, gen.BigJob(8, truncated_rings=True))
+    result = api.diagnose([log])
+    rings = [r for r in result.job.of(RingOrder) if r.truncated]
+    assert rings and not result.job.unrecognized
+    assert not [f for f in result.findings if f.severity >= Severity.WARNING]
+
+
+def test_healthy_big_job_has_no_warning(healthy: Diagnosis) -> None:
+    assert [(f.rule, f.message) for f in healthy.findings if f.severity >= Severity.WARNING] == []
+
+
+def test_connection_lines_resolve_in_their_communicator(healthy: Diagnosis) -> None:
+    v = views(healthy.job)
+    # A DP group's neighbours 3 -> 4 are GPUs of nodes 3 and 4, not world ranks 3 and 4 (node 0).
+    dp = [
+        c
+        for c in healthy.job.of(Connection)
+        if c.transport_detail.startswith("NET/") and c.from_rank == 3 and c.to_rank == 4
+    ]
+    assert dp
+    for conn in dp:
+        key = v.comm_of(conn)
+        assert key is not None
+        comm = v.communicators[key]
+        assert comm.nranks in (NODES, NODES * 8)
+        assert v.crosses_nodes(conn) is (comm.nranks == NODES)
+    # every connection line is placed, and no P2P line crosses nodes
+    assert None not in v.connections_by_comm
+    for conn in healthy.job.of(Connection):
+        if conn.transport_detail.startswith("P2P"):
+            assert v.crosses_nodes(conn) is False
+
+
+def test_communicator_families(healthy: Diagnosis) -> None:
+    families = views(healthy.job).families
+    assert [f.describe() for f in families] == [
+        f"1 communicator of {NODES * 8} ranks on {NODES} nodes, "
+        + ", ".join(f"{t} ×{n}" for t, n in families[0].transports),
+        f"8 communicators of {NODES} ranks on {NODES} nodes each, all NET/IB/GDRDMA",
+        f"{NODES} communicators of 8 ranks on 1 node each, all P2P/IPC/read",
+    ]
+
+
+def test_host_off_ib_and_rank_stuck_are_two_findings(faulty: Diagnosis) -> None:
+    got = [(f.rule, f.severity) for f in faulty.findings]
+    assert got == [("NET001", Severity.ERROR), ("HANG002", Severity.WARNING)]
+    net, hang = faulty.findings
+    assert "node-0003" in net.message and "1 host(s)" in net.message
+    assert "rank(s) 42 " in hang.message and "node-0005" in hang.message
+
+
+def test_other_nccl_version_on_one_host(tmp_path: Path) -> None:
+    result = api.diagnose([_write(tmp_path, "version", other_version=(5,))])
+    assert [f.rule for f in result.findings] == ["VER001"]
+    assert "2.20.5" in result.findings[0].message
+
+
+def test_alike_findings_fold_into_one() -> None:
+    def finding(host: str, n: int) -> Finding:
+        ev = Evidence("log", n, f"{host}:1:1 [0] NCCL INFO x", host)
+        return Finding(
+            "P2P002",
+            "intra-node-shm-instead-of-p2p",
+            Category.P2P_DISABLED,
+            Severity.WARNING,
+            f"On {host}, {n} GPU pair(s) over SHM (0-1) instead of P2P.",
+            "fix",
+            (ev,),
+        )
+
+    hosts = [f"node-{i:04d}" for i in range(8)]
+    folded = fold_alike([finding(h, i + 1) for i, h in enumerate(hosts)])
+    assert len(folded) == 1
+    msg = folded[0].message
+    assert msg.startswith("The same on 8 hosts (node-0000, node-0001, node-0002, node-0003, ")
+    assert "and 3 more" in msg and msg.endswith(
+        "On node-0000, 1 GPU pair(s) over SHM (0-1) instead of P2P."
+    )
+    assert len(folded[0].evidence) == 5
+    # another problem on another host stays apart, and a single finding stays as it was
+    other = replace(finding("node-0009", 2), message="On node-0009, NET inside a node.")
+    assert fold_alike([finding(hosts[0], 1), other]) == [finding(hosts[0], 1), other]
+
+
+def test_markdown_fits_its_budget(faulty: Diagnosis) -> None:
+    whole = render_markdown(faulty, budget=0)
+    budget = len(whole) // 3
+    cut = render_markdown(faulty, budget=budget)
+    assert len(cut) <= budget < len(whole)
+    for f in faulty.findings:
+        assert f.rule in cut
+    assert "<details><summary>Evidence" in cut
+    assert "cut to fit" in cut and "cut to fit" not in whole
+    # a tiny budget keeps the summary table and drops finding sections, saying so
+    tiny = render_markdown(faulty, budget=2500)
+    assert "| error | NET001" in tiny and "described in the JSON report" in tiny
+
+
+def test_cli_markdown_budget_and_full_report(faulty_log: Path, tmp_path: Path) -> None:
+    full = tmp_path / "full.md"
+    res = CliRunner().invoke(
+        main,
+        [
+            "diagnose",
+            str(faulty_log),
+            "--format",
+            "markdown",
+            "--markdown-budget",
+            "4000",
+            "--full-report",
+            str(full),
+        ],
+    )
+    assert res.exit_code == 1, res.output
+    assert len(res.output) <= 4000
+    assert len(full.read_text(encoding="utf-8")) > 4000
+    bad = CliRunner().invoke(
+        main, ["diagnose", str(faulty_log), "--full-report", str(tmp_path / "no/such/dir/x")]
+    )
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
