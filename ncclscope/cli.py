@@ -305,6 +305,32 @@ def diagnose(
             sys.exit(EXIT_FINDINGS)
 
 
+#: hosts past which ``topo`` draws hosts rather than ranks (unless asked)
+HOST_VIEW_AT = 4
+
+
+def _topo_hosts(result: Any, fmt: str) -> None:
+    from ncclscope.model.hostgraph import build_host_graph, faulty_hosts
+
+    graph = build_host_graph(result.job, faulty_hosts(result.findings))
+    if fmt == "mermaid":
+        from ncclscope.report.topo_mermaid import render_hosts_mermaid
+
+        click.echo(render_hosts_mermaid(graph), nl=False)
+    elif fmt == "svg":
+        from ncclscope.report.topo_svg import render_hosts_svg
+
+        click.echo(render_hosts_svg(graph), nl=False)
+    elif fmt == "dot":
+        from ncclscope.report.topo_dot import render_hosts_dot
+
+        click.echo(render_hosts_dot(graph), nl=False)
+    else:
+        from ncclscope.report.topo_text import render_hosts_text
+
+        click.echo(render_hosts_text(graph), nl=False)
+
+
 def _write_full_report(path: str, fmt: str, result: Any) -> None:
     """The report in ``fmt`` with nothing cut, to a file (the ticket links or attaches it)."""
     from ncclscope.errors import InputError
@@ -514,7 +540,16 @@ def bulk(
     metavar="ID",
     help="Only this communicator (its commId, e.g. 0x54fe282d32a87d85, or nranks=N).",
 )
-def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None) -> None:
+@click.option(
+    "--view",
+    type=click.Choice(["auto", "hosts", "ranks"]),
+    default="auto",
+    show_default=True,
+    help="hosts: a box per host (runs of hosts alike folded, faulty ones marked) and the "
+    "transports and rails between them; ranks: every rank of each communicator. auto: ranks "
+    f"for --comm or a job of at most {HOST_VIEW_AT} hosts, else hosts.",
+)
+def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> None:
     """Draw what NCCL built: nodes, GPUs and NICs, transport matrix, rings, trees, hangs.
 
     Links the diagnosis flags (sockets between nodes, SHM where P2P was expected) are marked.
@@ -523,6 +558,11 @@ def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None) -> None:
     from ncclscope.model.topo import build_topology
 
     result = api.diagnose(paths)
+    if view == "hosts" or (
+        view == "auto" and comm_key is None and len(result.job.hosts) > HOST_VIEW_AT
+    ):
+        _topo_hosts(result, fmt)
+        return
     picture = build_topology(result.job, {f.category.value for f in result.findings})
     if comm_key is not None:
         chosen = picture.comm(comm_key)
