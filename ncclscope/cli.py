@@ -305,11 +305,8 @@ def diagnose(
             sys.exit(EXIT_FINDINGS)
 
 
-#: hosts past which ``topo`` draws hosts rather than ranks (unless asked)
-HOST_VIEW_AT = 4
-
-
 def _topo_hosts(result: Any, fmt: str) -> None:
+    """``topo`` past a few hosts: the host picture (ncclscope.model.hostgraph)."""
     from ncclscope.model.hostgraph import build_host_graph, faulty_hosts
 
     graph = build_host_graph(result.job, faulty_hosts(result.findings))
@@ -547,7 +544,7 @@ def bulk(
     show_default=True,
     help="hosts: a box per host (runs of hosts alike folded, faulty ones marked) and the "
     "transports and rails between them; ranks: every rank of each communicator. auto: ranks "
-    f"for --comm or a job of at most {HOST_VIEW_AT} hosts, else hosts.",
+    "for --comm or a job of a few hosts, else hosts.",
 )
 def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> None:
     """Draw what NCCL built: nodes, GPUs and NICs, transport matrix, rings, trees, hangs.
@@ -555,6 +552,7 @@ def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> N
     Links the diagnosis flags (sockets between nodes, SHM where P2P was expected) are marked.
     """
     from ncclscope import api
+    from ncclscope.model.hostgraph import HOST_VIEW_AT
     from ncclscope.model.topo import build_topology
 
     result = api.diagnose(paths)

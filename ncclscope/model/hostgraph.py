@@ -22,6 +22,9 @@ from ncclscope.model.job import Job
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import transport_class, views
 
+#: hosts past which the pictures draw hosts rather than ranks (unless asked for ranks)
+HOST_VIEW_AT = 4
+
 
 class _Severity(Protocol):
     @property

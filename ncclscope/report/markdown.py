@@ -171,9 +171,14 @@ _MAX_PICTURES = 3
 
 
 def _topology_section(d: Diagnosis) -> list[str]:
-    """The Mermaid picture of what NCCL built, when connection or ring lines were printed."""
+    """The Mermaid picture of what NCCL built, when connection or ring lines were printed:
+    rank by rank for a few hosts, host by host past them."""
+    from ncclscope.model.hostgraph import HOST_VIEW_AT
     from ncclscope.model.topo import build_topology
     from ncclscope.report.topo_mermaid import render_topo_mermaid
+
+    if len(d.job.hosts) > HOST_VIEW_AT:
+        return _hosts_section(d)
 
     topo = build_topology(d.job, {f.category.value for f in d.findings})
     drawn = [c for c in topo.comms if c.links or c.rings][:_MAX_PICTURES]
@@ -194,6 +199,34 @@ def _topology_section(d: Diagnosis) -> list[str]:
     if others > 0:
         out.append(f"{others} more communicator(s): `ncclscope topo` draws them all.")
     out += ["", "</details>"]
+    return out
+
+
+def _hosts_section(d: Diagnosis) -> list[str]:
+    from ncclscope.model.hostgraph import build_host_graph, faulty_hosts
+    from ncclscope.report.topo_mermaid import render_hosts_mermaid
+
+    graph = build_host_graph(d.job, faulty_hosts(d.findings))
+    if not graph.links and not any(box.inside for box in graph.boxes):
+        return []
+    faulty = sum(len(box.hosts) for box in graph.boxes if box.faulty)
+    out = [
+        "",
+        "## Topology",
+        "",
+        f"<details><summary>{len(graph.hosts)} hosts ({faulty} marked) and the links between "
+        "them</summary>",
+        "",
+    ]
+    out += [f"- {md_safe(f)}" for f in graph.families]
+    out += [
+        "",
+        safe.markdown_code_block(render_hosts_mermaid(graph), "mermaid").rstrip("\n"),
+        "",
+        "Rank by rank: `ncclscope topo --view ranks --comm ID`.",
+        "",
+        "</details>",
+    ]
     return out
 
 
