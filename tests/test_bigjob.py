@@ -17,9 +17,15 @@ from click.testing import CliRunner
 from ncclscope import api
 from ncclscope.cli import main
 from ncclscope.engine import Diagnosis, fold_alike
+from ncclscope.model.hostgraph import HostBox, HostGraph, HostLink, build_host_graph, faulty_hosts
 from ncclscope.model.records.topology import Connection, RingOrder
 from ncclscope.model.views import views
 from ncclscope.report.markdown import render_markdown
+from ncclscope.report.topo_mermaid import (
+    MERMAID_MAX_CHARS,
+    MERMAID_MAX_EDGES,
+    render_hosts_mermaid,
+)
 from ncclscope.rules.base import Category, Evidence, Finding, Severity
 from tests.helpers import bigjob
 
@@ -151,16 +157,19 @@ def test_alike_findings_fold_into_one() -> None:
 
 def test_markdown_fits_its_budget(faulty: Diagnosis) -> None:
     whole = render_markdown(faulty, budget=0)
-    budget = len(whole) // 3
-    cut = render_markdown(faulty, budget=budget)
-    assert len(cut) <= budget < len(whole)
-    for f in faulty.findings:
-        assert f.rule in cut
-    assert "<details><summary>Evidence" in cut
-    assert "cut to fit" in cut and "cut to fit" not in whole
-    # a tiny budget keeps the summary table and drops finding sections, saying so
-    tiny = render_markdown(faulty, budget=2500)
-    assert "| error | NET001" in tiny and "described in the JSON report" in tiny
+    assert len(whole) == len(render_markdown(faulty)) < 60_000
+    for budget in (len(whole) - 1, 3000, 2500):
+        cut = render_markdown(faulty, budget=budget)
+        assert len(cut) <= budget
+        assert "| error | NET001" in cut and "| warning | HANG002" in cut
+        assert "cut to fit" in cut
+    assert "cut to fit" not in whole
+    assert "<details><summary>Evidence" in render_markdown(faulty, budget=len(whole) - 1)
+    # a small budget keeps the summary table and drops finding sections, saying so
+    assert "described in the JSON report" in render_markdown(faulty, budget=2500)
+    # below the summary itself, the text is cut at a line and says so
+    floor = render_markdown(faulty, budget=600)
+    assert len(floor) <= 600 and "Cut to fit" in floor
 
 
 def test_cli_markdown_budget_and_full_report(faulty_log: Path, tmp_path: Path) -> None:
@@ -185,3 +194,58 @@ def test_cli_markdown_budget_and_full_report(faulty_log: Path, tmp_path: Path) -
         main, ["diagnose", str(faulty_log), "--full-report", str(tmp_path / "no/such/dir/x")]
     )
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_host_picture_folds_healthy_hosts_and_marks_faulty(faulty: Diagnosis) -> None:
+    graph = build_host_graph(faulty.job, faulty_hosts(faulty.findings))
+    assert len(graph.hosts) == NODES
+    marked = {h: box for box in graph.boxes if box.faulty for h in box.hosts}
+    assert sorted(marked) == ["node-0003", "node-0005"]
+    assert any("NET001" in w for w in marked["node-0003"].why)
+    assert any("HANG002" in w for w in marked["node-0005"].why)
+    # the healthy hosts fold into runs: a handful of boxes for 16 hosts
+    assert len(graph.boxes) <= 5
+    assert sum(len(b.hosts) for b in graph.boxes) == NODES
+    socket_links = [link for link in graph.links if link.anomaly]
+    assert socket_links and all("SOCK" in link.label for link in socket_links)
+    ib = [link for link in graph.links if not link.anomaly]
+    assert ib and all("IB+GDR" in link.label and "rails" in link.label for link in ib)
+
+
+def test_host_picture_renders_small(faulty_log: Path) -> None:
+    runner = CliRunner()
+    svg = runner.invoke(main, ["topo", str(faulty_log), "--format", "svg"])
+    assert svg.exit_code == 0, svg.output
+    width, height = (int(x) for x in _svg_size(svg.output))
+    assert width <= 1920 and height <= 1080, (width, height)
+    mermaid = runner.invoke(main, ["topo", str(faulty_log), "--format", "mermaid"])
+    assert mermaid.exit_code == 0
+    assert len(mermaid.output) < MERMAID_MAX_CHARS and mermaid.output.count("---|") < 500
+    assert ":::faulty" in mermaid.output
+    # one communicator rank by rank, on request
+    key = next(
+        c.key for c in views(api.diagnose([faulty_log]).job).communicators.values() if c.nranks == 8
+    )
+    ranks = runner.invoke(main, ["topo", str(faulty_log), "--comm", key, "--format", "mermaid"])
+    assert ranks.exit_code == 0 and "rank 7" in ranks.output
+
+
+def test_host_picture_keeps_within_mermaid_limits() -> None:
+    boxes = [
+        HostBox([f"node-{i:04d}"], 8, faulty=i % 2 == 0, why=["x"] * (i % 2 == 0))
+        for i in range(1200)
+    ]
+    links = [HostLink(i, i + 1) for i in range(1199)]
+    for link in links:
+        link.transports["NET/IB/GDRDMA"] += 1
+    text = render_hosts_mermaid(HostGraph(boxes, links, [b.hosts[0] for b in boxes], []))
+    assert len(text) <= MERMAID_MAX_CHARS
+    assert text.count("---|") < MERMAID_MAX_EDGES
+    assert "left out (size limit)" in text
+
+
+def _svg_size(svg: str) -> tuple[str, str]:
+    head = svg.split("<svg", 1)[1]
+    width = head.split('width="', 1)[1].split('"', 1)[0]
+    height = head.split('height="', 1)[1].split('"', 1)[0]
+    return width, height

@@ -64,7 +64,14 @@ def render_markdown(d: Diagnosis, budget: int = DEFAULT_BUDGET) -> str:
             lo = mid
         else:
             hi = mid - 1
-    return _render(d, _Level(last.evidence, False, last.chars, lo), budget)
+    text = _render(d, _Level(last.evidence, False, last.chars, lo), budget)
+    if len(text) <= budget:
+        return text
+    # Even the summary does not fit (a budget of a few hundred characters): cut it at a line,
+    # since a ticket over its field's limit is refused whole.
+    note = "\n\n*Cut to fit the budget: `ncclscope diagnose --format json` has it all.*\n"
+    head = text[: max(0, budget - len(note))]
+    return head[: head.rfind("\n") + 1].rstrip("\n") + note
 
 
 def _render(d: Diagnosis, level: _Level, budget: int) -> str:
