@@ -236,7 +236,8 @@ def lines(job: BigJob) -> Iterator[str]:
             node=r // GPUS_PER_NODE,
             local=r % GPUS_PER_NODE,
             pid=rng.randrange(10_000, 4_000_000),
-            ip=f"10.{r // GPUS_PER_NODE // 250}.{r // GPUS_PER_NODE % 250}.{10 + r % 8}",
+            # one /16 for the whole job, as one cluster network (up to 2,048 nodes)
+            ip=f"10.20.{r // GPUS_PER_NODE // 8}.{(r // GPUS_PER_NODE % 8) * 32 + r % 8 + 1}",
         )
         for r in range(job.nranks)
     ]

@@ -125,7 +125,7 @@ def test_host_off_ib_and_rank_stuck_are_two_findings(faulty: Diagnosis) -> None:
 def test_other_nccl_version_on_one_host(tmp_path: Path) -> None:
     result = api.diagnose([_write(tmp_path, "version", other_version=(5,))])
     assert [f.rule for f in result.findings] == ["VER001"]
-    assert "2.20.5" in result.findings[0].message
+    assert "2.20.5+cuda12.4 (1 banner(s) on node-0005)" in result.findings[0].message
 
 
 def test_alike_findings_fold_into_one() -> None:
