@@ -568,6 +568,10 @@ def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> N
             known = ", ".join(c.key for c in picture.comms) or "none"
             fail(f"no communicator {comm_key!r} (known: {known})")
         picture.comms = [chosen]
+    else:
+        from ncclscope.model.topo import one_per_family
+
+        picture.comms = one_per_family(result.job, picture.comms)
     if fmt == "mermaid":
         from ncclscope.report.topo_mermaid import render_topo_mermaid
 

@@ -12,6 +12,7 @@ Nothing here renders: see ncclscope/report/topo_*.py.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections import defaultdict
@@ -186,10 +187,23 @@ class CommTopology:
     hang: HangTable | None = None
     #: one line per anomaly marked on the picture
     anomalies: list[str] = field(default_factory=list)
+    #: communicators of its family (ncclscope.model.views.CommFamily) it stands for when the
+    #: picture draws one of each family
+    alike: int = 1
 
     @property
     def hosts(self) -> list[str]:
         return sorted(set(self.host_of_rank.values()))
+
+    @property
+    def title(self) -> str:
+        """``communicator 0x…`` (``, one of 128 alike``)."""
+        name = (
+            "communicator (no Init line)"
+            if self.key == UNKNOWN_COMM
+            else f"communicator {self.key}"
+        )
+        return name + (f", one of {self.alike} alike" if self.alike > 1 else "")
 
     @property
     def empty(self) -> bool:
@@ -689,3 +703,25 @@ def _ranges(ranks: Iterable[int]) -> str:
 def rank_ranges(ranks: Iterable[int]) -> str:
     """Ranks as compact ranges, for renderers."""
     return _ranges(ranks)
+
+
+def one_per_family(job: Job, comms: list[CommTopology]) -> list[CommTopology]:
+    """One communicator of each family (the first with a picture), marked with how many it
+    stands for, and every one that is not alike (anomalies of its own, or no family): 128
+    tensor-parallel groups are drawn once, not stacked 128 times."""
+    family_of: dict[CommKey, tuple[CommKey, ...]] = {}
+    for family in views(job).families:
+        for key in family.keys:
+            family_of[key] = family.keys
+    out: list[CommTopology] = []
+    drawn: set[tuple[CommKey, ...]] = set()
+    for comm in comms:
+        fam = family_of.get(comm.key)
+        if fam is None or len(fam) == 1 or comm.anomalies:
+            out.append(comm)
+            continue
+        if fam in drawn:
+            continue
+        drawn.add(fam)
+        out.append(dataclasses.replace(comm, alike=len(fam)))
+    return out

@@ -181,19 +181,19 @@ def _topology_section(d: Diagnosis) -> list[str]:
     """The Mermaid picture of what NCCL built, when connection or ring lines were printed:
     rank by rank for a few hosts, host by host past them."""
     from ncclscope.model.hostgraph import HOST_VIEW_AT
-    from ncclscope.model.topo import build_topology
+    from ncclscope.model.topo import build_topology, one_per_family
     from ncclscope.report.topo_mermaid import render_topo_mermaid
 
     if len(d.job.hosts) > HOST_VIEW_AT:
         return _hosts_section(d)
 
     topo = build_topology(d.job, {f.category.value for f in d.findings})
-    drawn = [c for c in topo.comms if c.links or c.rings][:_MAX_PICTURES]
+    drawn = [c for c in one_per_family(d.job, topo.comms) if c.links or c.rings][:_MAX_PICTURES]
     if not drawn:
         return []
     out = ["", "## Topology", "", "<details><summary>Pictures of what NCCL built</summary>", ""]
     for comm in drawn:
-        name = "communicator without Init line" if comm.key == "?" else f"communicator {comm.key}"
+        name = comm.title
         out.append(f"{md_safe(name)}: {comm.nranks} ranks on {len(comm.hosts) or '?'} node(s).")
         for anomaly in comm.anomalies:
             out.append(f"- {md_safe(anomaly)}")
@@ -202,7 +202,7 @@ def _topology_section(d: Diagnosis) -> list[str]:
             safe.markdown_code_block(render_topo_mermaid(topo, [comm]), "mermaid").rstrip("\n"),
             "",
         ]
-    others = len([c for c in topo.comms if c.links or c.rings]) - len(drawn)
+    others = len([c for c in topo.comms if c.links or c.rings]) - sum(c.alike for c in drawn)
     if others > 0:
         out.append(f"{others} more communicator(s): `ncclscope topo` draws them all.")
     out += ["", "</details>"]

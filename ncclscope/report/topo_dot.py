@@ -30,7 +30,7 @@ def render_topo_dot(topo: JobTopology, comms: list[CommTopology] | None = None) 
         indent = "  "
         if len(chosen) > 1:
             out.append(f"  subgraph cluster_c{ci} {{")
-            out.append(f"    label={dot_string('communicator ' + comm.key)};")
+            out.append(f"    label={dot_string(comm.title)};")
             indent = "    "
         out += _comm(comm, f"c{ci}", indent)
         if len(chosen) > 1:

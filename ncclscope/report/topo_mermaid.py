@@ -32,7 +32,7 @@ def render_topo_mermaid(topo: JobTopology, comms: list[CommTopology] | None = No
     for ci, comm in enumerate(chosen):
         indent = "  "
         if len(chosen) > 1:
-            out.append(f'  subgraph c{ci}["communicator {mermaid_label(comm.key)}"]')
+            out.append(f'  subgraph c{ci}["{mermaid_label(comm.title)}"]')
             indent = "    "
         body, styles_c, edge_index = _comm(comm, f"c{ci}", indent, edge_index)
         out += body

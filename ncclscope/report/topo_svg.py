@@ -75,7 +75,7 @@ def _panel(comm: CommTopology, top: int) -> tuple[list[str], int, int]:
     width = 2 * _MARGIN + max(1, len(hosts)) * _COL_W
     height = _HEAD + rows * _ROW_H + 20
     centre: dict[int, tuple[float, float]] = {}
-    title = "communicator (no Init line)" if comm.key == "?" else f"communicator {comm.key}"
+    title = comm.title
     out = [
         f'<g class="comm" id={quoteattr("comm-" + neutralise(comm.key))}>',
         f'<text x="{_MARGIN}" y="{top + 16}" font-size="14" font-weight="bold">'

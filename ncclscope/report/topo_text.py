@@ -63,7 +63,7 @@ def _nodes(nodes: list[NodeInventory]) -> list[str]:
 
 
 def _comm(c: CommTopology) -> list[str]:
-    title = "Communicator (no Init line)" if c.key == "?" else f"Communicator {c.key}"
+    title = c.title[0].upper() + c.title[1:]
     hosts = c.hosts
     out = [f"{title}: {c.nranks} ranks on {len(hosts) or '?'} node(s)"]
     if c.links:
