@@ -15,8 +15,13 @@ lines of other real logs:
   after (it never reaches COMPLETE, nor the TP and DP inits).
 * ``other_version``: a host whose processes run NCCL 2.20.5+cuda12.4 (the version line of the
   TP group's rank 0 on that host says so).
-* ``truncated_rings``: ring orders as NCCL 2.23+ prints them (``" %*d"`` cut at 128 characters
-  and ``" ..."``) instead of 2.21's full order.
+* ``newer``: NCCL 2.23.4's wording where it differs from 2.21's: ring orders cut at 128
+  characters with ``" ..."``, and an ``Init timings - ncclCommInitRank: …`` line after each
+  ``Init COMPLETE`` (format of ../shared/reference/nccl-messages.tsv, numbers as in the corpus's
+  ../shared/corpus/real 2.22 AMD log: ~1 s in all, most in bootstrap and kernels).
+* ``slow``: hosts whose processes take ``SLOW_EXTRA`` seconds more for their own part of each
+  init (``kernels``), while the other members of their communicators wait for them in
+  ``bootstrap``: everyone's total grows, only the slow host's local phases do (needs ``newer``).
 
 Communicators, in the order a Megatron-style job creates them on each process's main thread:
 the world (all ranks, ring 0..N-1 across nodes), one TP group per node (its 8 GPUs, NVLink
@@ -37,7 +42,10 @@ CHANNELS = 24
 #: DGX H100 GPU busIds (as NCCL prints them, without the domain)
 BUS_IDS = ("18000", "2a000", "3a000", "5d000", "9a000", "ab000", "ba000", "db000")
 VERSION = "2.21.5+cuda12.4"
+NEWER_VERSION = "2.23.4+cuda12.6"
 OTHER_VERSION = "2.20.5+cuda12.4"
+#: seconds a slow host adds to each init
+SLOW_EXTRA = 30.0
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,8 @@ class BigJob:
     no_ib: tuple[int, ...] = ()
     stuck: tuple[int, ...] = ()
     other_version: tuple[int, ...] = ()
-    truncated_rings: bool = False
+    newer: bool = False
+    slow: tuple[int, ...] = ()
     seed: int = 20261203
 
     @property
@@ -126,7 +135,8 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
             f"busId {BUS_IDS[dev]} commId {comm.comm_id:#x}"
         )
         if kind == "tp" and me == 0:
-            version = OTHER_VERSION if rk.node in job.other_version else VERSION
+            version = NEWER_VERSION if job.newer else VERSION
+            version = OTHER_VERSION if rk.node in job.other_version else version
             lines.append(f"{h}NCCL version {version}\n")
         lines.append(f"{h}ncclCommInitRank {ident} - Init START\n")
         if world in job.stuck and kind == "world":
@@ -141,7 +151,7 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
             "MNNVL 0\n"
         )
         if me == 0:
-            lines.extend(_ring_lines(h, n, job.truncated_rings))
+            lines.extend(_ring_lines(h, n, job.newer))
         channels = CHANNELS if kind != "dp" else 2
         lines.append(_tree_line(h, me, n, channels) + "\n")
         lines.append(f"{h}P2P Chunksize set to {524288 if kind != 'dp' else 131072}\n")
@@ -180,6 +190,18 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
                 "32 p2p channels per peer\n"
             )
         lines.append(f"{h}ncclCommInitRank {ident} - Init COMPLETE\n")
+        if job.newer:
+            kernels, boot = 0.46, 0.55
+            if rk.node in job.slow:
+                kernels += SLOW_EXTRA
+            elif any(ranks[w].node in job.slow for w in comm.members):
+                boot += SLOW_EXTRA
+            total = kernels + 0.01 + boot + 0.03 + 0.02 + 0.04 + 0.02
+            lines.append(
+                f"{h}Init timings - ncclCommInitRank: rank {me} nranks {n} total {total:.2f} "
+                f"(kernels {kernels:.2f}, alloc 0.01, bootstrap {boot:.2f}, allgathers 0.00, "
+                "topo 0.03, graphs 0.02, connections 0.04, rest 0.02)\n"
+            )
         out.append(lines)
     return out
 
@@ -303,9 +325,19 @@ def main() -> None:
     ap.add_argument("--no-ib", type=int, action="append", default=[], metavar="NODE")
     ap.add_argument("--stuck", type=int, action="append", default=[], metavar="RANK")
     ap.add_argument("--other-version", type=int, action="append", default=[], metavar="NODE")
-    ap.add_argument("--truncated-rings", action="store_true")
+    ap.add_argument("--newer", action="store_true", help="NCCL 2.23.4 wording")
+    ap.add_argument("--slow", type=int, action="append", default=[], metavar="NODE")
     a = ap.parse_args()
-    job = BigJob(a.nodes, tuple(a.no_ib), tuple(a.stuck), tuple(a.other_version), a.truncated_rings)
+    if a.slow and not a.newer:
+        ap.error("--slow needs --newer (NCCL 2.21 prints no init timings)")
+    job = BigJob(
+        a.nodes,
+        tuple(a.no_ib),
+        tuple(a.stuck),
+        tuple(a.other_version),
+        a.newer,
+        tuple(a.slow),
+    )
     size = write(a.out, job)
     print(f"{a.out}: {job.nranks} ranks on {job.nodes} nodes, {size / 1e6:.1f} MB")
 

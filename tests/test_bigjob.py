@@ -18,6 +18,7 @@ from ncclscope import api
 from ncclscope.cli import main
 from ncclscope.engine import Diagnosis, fold_alike
 from ncclscope.model.hostgraph import HostBox, HostGraph, HostLink, build_host_graph, faulty_hosts
+from ncclscope.model.records.init import InitTimings
 from ncclscope.model.records.topology import Connection, RingOrder
 from ncclscope.model.views import views
 from ncclscope.report.markdown import render_markdown
@@ -71,7 +72,7 @@ def test_full_ring_of_a_thousand_ranks_is_read(tmp_path: Path) -> None:
 def test_truncated_rings_of_2_23_are_typed(tmp_path: Path) -> None:
     gen = bigjob()
     log = tmp_path / "trunc.log"
-    gen.write(log, gen.BigJob(8, truncated_rings=True))
+    gen.write(log, gen.BigJob(8, newer=True))
     result = api.diagnose([log])
     rings = [r for r in result.job.of(RingOrder) if r.truncated]
     assert rings and not result.job.unrecognized
@@ -249,3 +250,18 @@ def _svg_size(svg: str) -> tuple[str, str]:
     width = head.split('width="', 1)[1].split('"', 1)[0]
     height = head.split('height="', 1)[1].split('"', 1)[0]
     return width, height
+
+
+def test_slow_host_shows_in_init_timings(tmp_path: Path) -> None:
+    gen = bigjob()
+    log = tmp_path / "slow.log"
+    gen.write(log, gen.BigJob(NODES, newer=True, slow=(6,)))
+    result = api.diagnose([log])
+    assert not result.job.unrecognized
+    timings = result.job.of(InitTimings)
+    assert len(timings) == 3 * NODES * 8
+    local = {t.host for t in timings if t.kernels > gen.SLOW_EXTRA}
+    assert local == {"node-0006"}
+    # its peers wait for it in bootstrap: the world and DP groups, not other nodes' TP groups
+    waiting = {t.host for t in timings if t.bootstrap > gen.SLOW_EXTRA}
+    assert len(waiting) == NODES - 1 and "node-0006" not in waiting
