@@ -252,7 +252,7 @@ def _svg_size(svg: str) -> tuple[str, str]:
     return width, height
 
 
-def test_slow_host_shows_in_init_timings(tmp_path: Path) -> None:
+def test_slow_host_is_one_finding(tmp_path: Path) -> None:
     gen = bigjob()
     log = tmp_path / "slow.log"
     gen.write(log, gen.BigJob(NODES, newer=True, slow=(6,)))
@@ -265,3 +265,5 @@ def test_slow_host_shows_in_init_timings(tmp_path: Path) -> None:
     # its peers wait for it in bootstrap: the world and DP groups, not other nodes' TP groups
     waiting = {t.host for t in timings if t.bootstrap > gen.SLOW_EXTRA}
     assert len(waiting) == NODES - 1 and "node-0006" not in waiting
+    assert [f.rule for f in result.findings] == ["HANG004"]
+    assert "(node-0006)" in result.findings[0].message
