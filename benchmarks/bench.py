@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bigjob  # noqa: E402
 import synth  # noqa: E402
 
 EXE = shutil.which("ncclscope") or "ncclscope"
@@ -137,14 +138,16 @@ def _sample_anon(pid: int, peak: list[int], done: threading.Event) -> None:
         done.wait(0.01)
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, int, str, int]:
+def run_child(
+    argv: list[str], env: dict[str, str], stdout: Path | None = None
+) -> tuple[float, int, int, str, int]:
     """(wall seconds, peak RSS in KiB, exit status, stderr tail, peak anonymous KiB) of one
     child process. Peak RSS (the kernel's high-water mark) counts the library pages the process
-    mapped; the anonymous peak, sampled, is the memory the run itself allocated."""
+    mapped; the anonymous peak, sampled, is the memory the run itself allocated. ``stdout``:
+    a file for what it prints (else discarded)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env(env), cwd=ROOT
-    )
+    sink = stdout.open("wb") if stdout is not None else subprocess.DEVNULL
+    proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=child_env(env), cwd=ROOT)
     assert proc.stderr is not None
     peak, done = [0], threading.Event()
     sampler = threading.Thread(target=_sample_anon, args=(proc.pid, peak, done), daemon=True)
@@ -154,6 +157,8 @@ def run_child(argv: list[str], env: dict[str, str]) -> tuple[float, int, int, st
     sampler.join()
     _pid, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - t0
+    if not isinstance(sink, int):
+        sink.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
     tail = err.decode(errors="replace")[-300:]
     return elapsed, int(usage.ru_maxrss), proc.returncode, tail, peak[0]
@@ -460,6 +465,55 @@ def _targets(
     return lines
 
 
+def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[str]:
+    """A job of ``nodes`` 8-GPU nodes (world + TP + DP communicators, benchmarks/bigjob.py),
+    healthy and with one host off IB and one rank stuck in init: each command once, with
+    what it printed (findings, the ticket's size, the picture's size)."""
+    gen = bigjob.BigJob(nodes)
+    faults = bigjob.BigJob(nodes, no_ib=(nodes // 3,), stuck=(gen.nranks // 2 + 3,))
+    healthy, faulty = work / f"bigjob-{nodes}.log", work / f"bigjob-{nodes}-faults.log"
+    mb = bigjob.write(healthy, gen) / 1e6
+    bigjob.write(faulty, faults)
+    ticket, svg, text = work / "bigjob-ticket.md", work / "bigjob.svg", work / "bigjob.txt"
+    runs = [
+        ("diagnose, healthy", [EXE, "diagnose", "--fail-on", "never", str(healthy)], text),
+        (
+            "diagnose --format markdown, host off IB + stuck rank",
+            [EXE, "diagnose", "--fail-on", "never", "--format", "markdown", str(faulty)],
+            ticket,
+        ),
+        ("topo --format svg, the same", [EXE, "topo", "--format", "svg", str(faulty)], svg),
+    ]
+    out = [
+        "",
+        f"## a job of {gen.nranks:,} GPUs ({nodes} nodes; {mb:.0f} MB of init log, each row once)",
+        "",
+        "| what | s | peak RSS MiB | printed |",
+        "|---|---:|---:|---|",
+    ]
+    for name, argv, dest in runs:
+        secs, rss, rc, err, _anon = run_child(argv, {}, stdout=dest)
+        printed = dest.read_text(encoding="utf-8", errors="replace")
+        if dest is text:
+            what = printed.strip().splitlines()[-1] if printed.strip() else f"exit {rc}"
+        elif dest is ticket:
+            rules = [
+                line.split("|")[2].split()[0]
+                for line in printed.splitlines()
+                if line.startswith(("| error", "| warning"))
+            ]
+            what = f"{len(printed):,} characters; findings: {', '.join(rules) or 'none'}"
+        else:
+            head = printed.split("<svg", 1)[-1]
+            size = [head.split(f'{k}="', 1)[1].split('"', 1)[0] for k in ("width", "height")]
+            what = f"{size[0]} x {size[1]} px, {len(printed):,} bytes"
+        if rc not in (0, 1):
+            what = f"exit {rc}: {err.strip()[-200:]}"
+        log(f"  bigjob {name:52} {secs:7.1f} s  {rss / 1024:6.0f} MiB  {what}")
+        out.append(f"| {name} | {secs:.1f} | {rss / 1024:.0f} | {what} |")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -483,6 +537,13 @@ def main(argv: list[str] | None = None) -> int:
         help="MB of each shape for the peak-memory rows (default 1000; quick: none)",
     )
     ap.add_argument("--no-peer", action="store_true", help="leave xcl-lens out")
+    ap.add_argument(
+        "--bigjob-nodes",
+        type=int,
+        default=0,
+        help="also diagnose an init log of this many 8-GPU nodes (benchmarks/bigjob.py), "
+        "healthy and with two faults (128: the 1,024-GPU check of issue #20; minutes)",
+    )
     args = ap.parse_args(argv)
     load_before = os.getloadavg()[0]
     rounds = args.rounds or (1 if args.quick else 3)
@@ -520,8 +581,11 @@ def main(argv: list[str] | None = None) -> int:
                 big[k] = (path.stat().st_size / 1e6, measure_big(path, BIG_ROWS, Path(td), log))
                 if args.keep is None:
                     path.unlink()
+        bigjob_rows = measure_bigjob(args.bigjob_nodes, work, log) if args.bigjob_nodes else []
     load = (load_before, os.getloadavg()[0])
     text = render(results, facts, help_s, small_s, args.quick, rounds, load, args.note, big)
+    if bigjob_rows:
+        text = text.rstrip("\n") + "\n" + "\n".join(bigjob_rows) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

@@ -7,6 +7,7 @@ Heavy imports happen inside the commands so that ``ncclscope --help`` starts fas
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -222,6 +223,22 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option(
     "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
 )
+@click.option(
+    "--markdown-budget",
+    type=click.IntRange(min=0),
+    default=60_000,
+    show_default=True,
+    metavar="CHARS",
+    help="Cut the Markdown report to fit this many characters (a GitHub issue takes 65,536, "
+    "a Jira text field 32,767): detail goes first, the findings stay. 0: no limit.",
+)
+@click.option(
+    "--full-report",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    metavar="FILE",
+    help="Also write the whole report, uncut, to FILE (in --format's format).",
+)
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
@@ -229,6 +246,8 @@ def diagnose(
     ignore: tuple[str, ...],
     fail_on: str,
     color: bool | None,
+    markdown_budget: int,
+    full_report: str | None,
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
@@ -253,15 +272,65 @@ def diagnose(
     elif fmt == "markdown":
         from ncclscope.report.markdown import render_markdown
 
-        click.echo(render_markdown(result), nl=False)
+        click.echo(render_markdown(result, budget=markdown_budget), nl=False)
     else:
         from ncclscope.report.text import render_text
 
         render_text(result, sys.stdout, color=color)
+    if full_report is not None:
+        _write_full_report(full_report, fmt, result)
     if fail_on != "never":
         threshold = Severity(fail_on)
         if any(f.severity >= threshold for f in result.findings):
             sys.exit(EXIT_FINDINGS)
+
+
+def _topo_hosts(result: Any, fmt: str) -> None:
+    """``topo`` past a few hosts: the host picture (ncclscope.model.hostgraph)."""
+    from ncclscope.model.hostgraph import build_host_graph, faulty_hosts
+
+    graph = build_host_graph(result.job, faulty_hosts(result.findings))
+    if fmt == "mermaid":
+        from ncclscope.report.topo_mermaid import render_hosts_mermaid
+
+        click.echo(render_hosts_mermaid(graph), nl=False)
+    elif fmt == "svg":
+        from ncclscope.report.topo_svg import render_hosts_svg
+
+        click.echo(render_hosts_svg(graph), nl=False)
+    elif fmt == "dot":
+        from ncclscope.report.topo_dot import render_hosts_dot
+
+        click.echo(render_hosts_dot(graph), nl=False)
+    else:
+        from ncclscope.report.topo_text import render_hosts_text
+
+        click.echo(render_hosts_text(graph), nl=False)
+
+
+def _write_full_report(path: str, fmt: str, result: Any) -> None:
+    """The report in ``fmt`` with nothing cut, to a file (the ticket links or attaches it)."""
+    from ncclscope.errors import InputError
+
+    if fmt == "json":
+        from ncclscope.report.json_report import diagnosis_to_dict
+
+        text = json.dumps(diagnosis_to_dict(result), indent=2, ensure_ascii=False) + "\n"
+    elif fmt == "markdown":
+        from ncclscope.report.markdown import render_markdown
+
+        text = render_markdown(result, budget=0)
+    else:
+        from ncclscope.report.text import render_text
+
+        buf = io.StringIO()
+        render_text(result, buf, color=False)
+        text = buf.getvalue()
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 @main.command()
@@ -447,15 +516,30 @@ def bulk(
     metavar="ID",
     help="Only this communicator (its commId, e.g. 0x54fe282d32a87d85, or nranks=N).",
 )
-def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None) -> None:
+@click.option(
+    "--view",
+    type=click.Choice(["auto", "hosts", "ranks"]),
+    default="auto",
+    show_default=True,
+    help="hosts: a box per host (runs of hosts alike folded, faulty ones marked) and the "
+    "transports and rails between them; ranks: every rank of each communicator. auto: ranks "
+    "for --comm or a job of a few hosts, else hosts.",
+)
+def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> None:
     """Draw what NCCL built: nodes, GPUs and NICs, transport matrix, rings, trees, hangs.
 
     Links the diagnosis flags (sockets between nodes, SHM where P2P was expected) are marked.
     """
     from ncclscope import api
+    from ncclscope.model.hostgraph import HOST_VIEW_AT
     from ncclscope.model.topo import build_topology
 
     result = api.diagnose(paths)
+    if view == "hosts" or (
+        view == "auto" and comm_key is None and len(result.job.hosts) > HOST_VIEW_AT
+    ):
+        _topo_hosts(result, fmt)
+        return
     picture = build_topology(result.job, {f.category.value for f in result.findings})
     if comm_key is not None:
         chosen = picture.comm(comm_key)
@@ -463,6 +547,10 @@ def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None) -> None:
             known = ", ".join(c.key for c in picture.comms) or "none"
             fail(f"no communicator {comm_key!r} (known: {known})")
         picture.comms = [chosen]
+    else:
+        from ncclscope.model.topo import one_per_family
+
+        picture.comms = one_per_family(result.job, picture.comms)
     if fmt == "mermaid":
         from ncclscope.report.topo_mermaid import render_topo_mermaid
 

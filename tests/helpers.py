@@ -28,10 +28,19 @@ def real_logs() -> list[Path]:
 
 def synth() -> ModuleType:
     """benchmarks/synth.py (the benchmark's log generator, fixed seeds), loaded once."""
-    name = "ncclscope_bench_synth"
+    return _bench_module("synth")
+
+
+def bigjob() -> ModuleType:
+    """benchmarks/bigjob.py (init logs of N-node jobs with faults), loaded once."""
+    return _bench_module("bigjob")
+
+
+def _bench_module(stem: str) -> ModuleType:
+    name = f"ncclscope_bench_{stem}"
     module = sys.modules.get(name)
     if module is None:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks/synth.py")
+        spec = importlib.util.spec_from_file_location(name, ROOT / f"benchmarks/{stem}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -2,12 +2,9 @@
 has, the rank × rank transport matrix, the rings and trees (identical channels folded together),
 and how far each rank got (the hang table).
 
-Connection, ring and tree lines do not name their communicator (except one patched build). A line
-is given to the communicator in which the process and device that printed it hold the rank the line
-is about (the sender of a send, the receiver of a receive, rank 0 of a ring order) and whose size
-admits every rank it names. When several communicators fit, the one whose Init line comes next on
-the same thread wins (NCCL connects inside init, then prints ``Init COMPLETE``), else the one whose
-Init came last before it (lazy connection at the first collective, 2.22+). Lines of processes that
+Connection, ring and tree lines do not name their communicator (except one patched build); each
+is given to the communicator its thread was initialising, or failing that the one its process
+holds the named ranks in (``JobViews.comm_of``, ncclscope/model/views.py). Lines of processes that
 printed no Init line go to one communicator without a key, ``?``.
 
 Nothing here renders: see ncclscope/report/topo_*.py.
@@ -15,6 +12,7 @@ Nothing here renders: see ncclscope/report/topo_*.py.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections import defaultdict
@@ -35,14 +33,21 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.records.topology import (
     Connection,
-    Direction,
     GraphTree,
     RingNeighbors,
     RingOrder,
     TopoPaths,
     Trees,
 )
-from ncclscope.model.views import CommKey, Communicator, RankInfo, transport_class, views
+from ncclscope.model.views import (
+    CommKey,
+    Communicator,
+    JobViews,
+    RankInfo,
+    printer_rank,
+    transport_class,
+    views,
+)
 
 #: the key of the communicator that collects lines of processes without Init lines
 UNKNOWN_COMM: CommKey = "?"
@@ -182,10 +187,23 @@ class CommTopology:
     hang: HangTable | None = None
     #: one line per anomaly marked on the picture
     anomalies: list[str] = field(default_factory=list)
+    #: communicators of its family (ncclscope.model.views.CommFamily) it stands for when the
+    #: picture draws one of each family
+    alike: int = 1
 
     @property
     def hosts(self) -> list[str]:
         return sorted(set(self.host_of_rank.values()))
+
+    @property
+    def title(self) -> str:
+        """``communicator 0x…`` (``, one of 128 alike``)."""
+        name = (
+            "communicator (no Init line)"
+            if self.key == UNKNOWN_COMM
+            else f"communicator {self.key}"
+        )
+        return name + (f", one of {self.alike} alike" if self.alike > 1 else "")
 
     @property
     def empty(self) -> bool:
@@ -243,72 +261,9 @@ class JobTopology:
 # -- attribution ----------------------------------------------------------------------------
 
 
-def _printer_rank(rec: Record) -> tuple[int, int] | None:
-    """(the rank that printed the line, the highest rank it names)."""
-    if isinstance(rec, Connection):
-        if rec.to_rank is None:
-            return None
-        me = rec.to_rank if (rec.reverse or rec.direction is Direction.RECEIVE) else rec.from_rank
-        return me, max(rec.from_rank, rec.to_rank)
-    if isinstance(rec, RingOrder):
-        return 0, max(rec.ranks, default=0)
-    if isinstance(rec, RingNeighbors):
-        return rec.me, max(rec.prev, rec.me, rec.next)
-    if isinstance(rec, Trees):
-        if not rec.trees:
-            return None
-        named = [t.me for t in rec.trees] + [t.up for t in rec.trees]
-        named += [d for t in rec.trees for d in t.downs]
-        return rec.trees[0].me, max(named)
-    if isinstance(rec, GraphTree):
-        return rec.me, max([rec.up, rec.me, *rec.downs])
-    return None
-
-
-class _Attributor:
-    """Finds the communicator of a connection, ring or tree line (see the module docstring)."""
-
-    def __init__(self, comms: dict[CommKey, Communicator]) -> None:
-        self.by_proc: dict[tuple[str | None, int | None], list[RankInfo]] = defaultdict(list)
-        for comm in comms.values():
-            for info in comm.ranks.values():
-                self.by_proc[(info.host, info.pid)].append(info)
-
-    def comm_of(self, rec: Record) -> CommKey:
-        who = _printer_rank(rec)
-        infos = self.by_proc.get((rec.host, rec.pid), [])
-        if who is None or not infos:
-            return UNKNOWN_COMM
-        me, highest = who
-        fits = [
-            ri
-            for ri in infos
-            if ri.rank == me
-            and highest < ri.nranks
-            and (rec.dev is None or ri.cuda_dev is None or ri.cuda_dev == rec.dev)
-        ]
-        if isinstance(rec, RingOrder) and not rec.truncated:
-            fits = [ri for ri in fits if ri.nranks == len(rec.ranks)] or fits
-        if not fits:
-            return UNKNOWN_COMM
-        if len(fits) == 1:
-            return fits[0].comm
-        return min(fits, key=lambda ri: _distance(rec, ri)).comm
-
-
-def _distance(rec: Record, ri: RankInfo) -> tuple[int, int, int]:
-    """How well an Init line of ``ri`` brackets ``rec``: same thread and following it first."""
-    best = (3, 0, 0)
-    for init in (ri.complete, ri.start):
-        if init is None or init.source != rec.source:
-            continue
-        same_thread = 0 if init.tid == rec.tid else 1
-        if init.line >= rec.line:
-            cand = (same_thread, 0, init.line - rec.line)
-        else:
-            cand = (same_thread, 1, rec.line - init.line)
-        best = min(best, cand)
-    return best
+def _comm_of(v: JobViews, rec: Record) -> CommKey:
+    key = v.comm_of(rec)
+    return UNKNOWN_COMM if key is None else key
 
 
 # -- links ------------------------------------------------------------------------------------
@@ -567,7 +522,6 @@ def build_topology(job: Job, flagged_categories: Collection[str] = ()) -> JobTop
         return cached
     v = views(job)
     comms = v.communicators
-    attrib = _Attributor(comms)
     conns: dict[CommKey, list[Connection]] = defaultdict(list)
     ring_orders: dict[CommKey, dict[int, tuple[tuple[int, ...], bool]]] = defaultdict(dict)
     ring_next: dict[CommKey, dict[int, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
@@ -580,7 +534,7 @@ def build_topology(job: Job, flagged_categories: Collection[str] = ()) -> JobTop
     highest: dict[CommKey, int] = defaultdict(int)
 
     def note(key: CommKey, rec: Record) -> None:
-        who = _printer_rank(rec)
+        who = printer_rank(rec)
         if who is not None:
             if rec.host:
                 printed_host[key].setdefault(who[0], rec.host)
@@ -591,21 +545,21 @@ def build_topology(job: Job, flagged_categories: Collection[str] = ()) -> JobTop
     for conn in job.of(Connection):
         if conn.to_rank is None:
             continue
-        key = attrib.comm_of(conn)
+        key = _comm_of(v, conn)
         conns[key].append(conn)
         note(key, conn)
     for ring in job.of(RingOrder):
-        key = attrib.comm_of(ring)
+        key = _comm_of(v, ring)
         note(key, ring)
         partial = ring.truncated or len(set(ring.ranks)) < len(ring.ranks)
         ring_orders[key].setdefault(ring.channel, (tuple(ring.ranks), partial))
     for nb in job.of(RingNeighbors):
-        key = attrib.comm_of(nb)
+        key = _comm_of(v, nb)
         note(key, nb)
         ring_next[key][nb.channel][nb.me] = nb.next
         ring_next[key][nb.channel].setdefault(nb.prev, nb.me)
     for trees in job.of(Trees):
-        key = attrib.comm_of(trees)
+        key = _comm_of(v, trees)
         note(key, trees)
         for i, t in enumerate(trees.trees):
             ch = t.channel if t.channel is not None else i
@@ -615,7 +569,7 @@ def build_topology(job: Job, flagged_categories: Collection[str] = ()) -> JobTop
                 if d >= 0:
                     tree_edges[key][ch].add((t.me, d))
     for gt in job.of(GraphTree):
-        key = attrib.comm_of(gt)
+        key = _comm_of(v, gt)
         note(key, gt)
         if gt.up >= 0:
             tree_edges[key][gt.channel].add((gt.up, gt.me))
@@ -749,3 +703,25 @@ def _ranges(ranks: Iterable[int]) -> str:
 def rank_ranges(ranks: Iterable[int]) -> str:
     """Ranks as compact ranges, for renderers."""
     return _ranges(ranks)
+
+
+def one_per_family(job: Job, comms: list[CommTopology]) -> list[CommTopology]:
+    """One communicator of each family (the first with a picture), marked with how many it
+    stands for, and every one that is not alike (anomalies of its own, or no family): 128
+    tensor-parallel groups are drawn once, not stacked 128 times."""
+    family_of: dict[CommKey, tuple[CommKey, ...]] = {}
+    for family in views(job).families:
+        for key in family.keys:
+            family_of[key] = family.keys
+    out: list[CommTopology] = []
+    drawn: set[tuple[CommKey, ...]] = set()
+    for comm in comms:
+        fam = family_of.get(comm.key)
+        if fam is None or len(fam) == 1 or comm.anomalies:
+            out.append(comm)
+            continue
+        if fam in drawn:
+            continue
+        drawn.add(fam)
+        out.append(dataclasses.replace(comm, alike=len(fam)))
+    return out

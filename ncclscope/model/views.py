@@ -1,6 +1,16 @@
 """Derived views of a job: communicators and their ranks, where each rank lives, what each peer
 connection crossed, and how far each rank got (init, last collective).
 
+Connection, ring, tree, channel and tuning lines do not name their communicator, and their ranks
+are the communicator's own (rank 3 of a data-parallel group is not world rank 3). A line belongs
+to the communicator its thread is initialising when it is printed: the latest ``Init START`` of
+that process and thread not yet ``COMPLETE`` (or, for NCCL before 2.18.3, which prints no START,
+the next ``Init COMPLETE`` of that thread). Lines printed outside any init (lazy connection at the
+first collective, 2.22+; proxy threads) fall back to the communicator in which the printing
+process holds the rank the line is about and whose size admits every rank it names; among
+several, the one whose Init line is nearest on the same thread. Ranks resolve to hosts inside
+that communicator only.
+
 Everything here is computed from the records a :class:`~ncclscope.model.job.Job` holds; nothing is
 guessed. Where the log lacks the evidence (no Init lines, no connection lines because NCCL ≥ 2.22
 connects lazily), the views are empty and say so through their ``known`` flags.
@@ -8,16 +18,24 @@ connects lazily), the views are empty and say so through their ``known`` flags.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ncclscope.model.enums import Transport
-from ncclscope.model.job import Job
+from ncclscope.model.job import Job, ThreadKey
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall, CommInit, CommSummary
-from ncclscope.model.records.topology import Connection
+from ncclscope.model.records.topology import (
+    Connection,
+    Direction,
+    GraphTree,
+    RingNeighbors,
+    RingOrder,
+    Trees,
+)
 
 #: A communicator key: its commId when NCCL printed one (2.16+), else its size, which is the best
 #: an older log allows (communicators of one size cannot be told apart there).
@@ -65,6 +83,32 @@ class Communicator:
         return {ri.host for ri in self.ranks.values() if ri.host}
 
 
+@dataclass(frozen=True)
+class CommFamily:
+    """Communicators of one shape (ranks, nodes each spans): the 128 tensor-parallel groups of
+    a 128-node job are one family, its 8 data-parallel groups another, reported together."""
+
+    nranks: int
+    #: the hosts each communicator spans (the most any member spans, when they differ)
+    nodes: int
+    keys: tuple[CommKey, ...]
+    #: connection lines of all members by transport class, most first
+    transports: tuple[tuple[str, int], ...]
+
+    def describe(self) -> str:
+        """``128 communicators of 8 ranks on 1 node each, all P2P/IPC/read``."""
+        n = len(self.keys)
+        what = "communicator" if n == 1 else "communicators"
+        each = "" if n == 1 else " each"
+        nodes = f"{self.nodes} node{'s' if self.nodes != 1 else ''}" if self.nodes else "? nodes"
+        text = f"{n} {what} of {self.nranks} ranks on {nodes}{each}"
+        if len(self.transports) == 1:
+            return f"{text}, all {self.transports[0][0]}"
+        if self.transports:
+            return text + ", " + ", ".join(f"{t} ×{c}" for t, c in self.transports)
+        return text
+
+
 def comm_key(rec: CommInit) -> CommKey:
     if rec.comm_id is not None:
         return f"0x{rec.comm_id:x}"
@@ -80,11 +124,77 @@ def transport_class(conn: Connection) -> str:
     return _NUM.sub("", conn.transport_detail)
 
 
+def printer_rank(rec: Record) -> tuple[int, int] | None:
+    """(the rank that printed a connection, ring or tree line, the highest rank it names)."""
+    if isinstance(rec, Connection):
+        if rec.to_rank is None:
+            return None
+        me = rec.to_rank if (rec.reverse or rec.direction is Direction.RECEIVE) else rec.from_rank
+        return me, max(rec.from_rank, rec.to_rank)
+    if isinstance(rec, RingOrder):
+        return 0, max(rec.ranks, default=0)
+    if isinstance(rec, RingNeighbors):
+        return rec.me, max(rec.prev, rec.me, rec.next)
+    if isinstance(rec, Trees):
+        if not rec.trees:
+            return None
+        named = [t.me for t in rec.trees] + [t.up for t in rec.trees]
+        named += [d for t in rec.trees for d in t.downs]
+        return rec.trees[0].me, max(named)
+    if isinstance(rec, GraphTree):
+        return rec.me, max([rec.up, rec.me, *rec.downs])
+    return None
+
+
+@dataclass
+class _ThreadInits:
+    """The Init lines of one thread, in line order: (line, communicator, is START)."""
+
+    lines: list[int] = field(default_factory=list)
+    events: list[tuple[CommKey, bool]] = field(default_factory=list)
+
+
+def _admits(comm: Communicator, rec: Record, who: tuple[int, int]) -> bool:
+    """Whether a line can be about ``comm``: every rank it names is below its size, the rank
+    that printed it is held there by the printing process, and a connection's devices (the
+    ``rank[dev]`` brackets, 2.18.3+) are those of the ranks it names."""
+    me, highest = who
+    if highest >= comm.nranks:
+        return False
+    mine = comm.ranks.get(me)
+    if mine is not None and (mine.host, mine.pid) != (rec.host, rec.pid):
+        return False
+    if isinstance(rec, Connection):
+        for rank, dev in ((rec.from_rank, rec.from_dev), (rec.to_rank, rec.to_dev)):
+            info = comm.ranks.get(rank) if rank is not None else None
+            if info is None or dev is None:
+                continue
+            if dev not in (info.cuda_dev, info.nvml_dev) and info.cuda_dev is not None:
+                return False
+    return True
+
+
+def _distance(rec: Record, ri: RankInfo) -> tuple[int, int, int]:
+    """How well an Init line of ``ri`` brackets ``rec``: same thread and following it first."""
+    best = (3, 0, 0)
+    for init in (ri.complete, ri.start):
+        if init is None or init.source != rec.source:
+            continue
+        same_thread = 0 if init.tid == rec.tid else 1
+        if init.line >= rec.line:
+            cand = (same_thread, 0, init.line - rec.line)
+        else:
+            cand = (same_thread, 1, rec.line - init.line)
+        best = min(best, cand)
+    return best
+
+
 @dataclass
 class JobViews:
     """Views over one job, computed once on first use."""
 
     job: Job
+    _host_maps: dict[CommKey, dict[int, str]] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property
     def communicators(self) -> dict[CommKey, Communicator]:
@@ -122,6 +232,109 @@ class JobViews:
             ):
                 ri.last_coll = call
         return comms
+
+    @cached_property
+    def _inits_by_thread(self) -> dict[ThreadKey, _ThreadInits]:
+        out: dict[ThreadKey, _ThreadInits] = defaultdict(_ThreadInits)
+        for rec in self.job.of(CommInit):
+            t = out[(rec.source, rec.host, rec.pid, rec.tid)]
+            t.lines.append(rec.line)
+            t.events.append((comm_key(rec), rec.phase.upper() == "START"))
+        return dict(out)
+
+    @cached_property
+    def _ranks_by_process(self) -> dict[tuple[str | None, int | None], list[RankInfo]]:
+        out: dict[tuple[str | None, int | None], list[RankInfo]] = defaultdict(list)
+        for comm in self.communicators.values():
+            for info in comm.ranks.values():
+                out[(info.host, info.pid)].append(info)
+        return dict(out)
+
+    def comm_of(self, rec: Record) -> CommKey | None:
+        """The communicator a line printed during init belongs to (module docstring), or None
+        when no Init line of its process places it."""
+        who = printer_rank(rec)
+        key = self._comm_in_init(rec)
+        if key is not None:
+            comm = self.communicators.get(key)
+            if who is None or comm is None or _admits(comm, rec, who):
+                return key
+        if who is None:
+            return None
+        me, highest = who
+        fits = [
+            ri
+            for ri in self._ranks_by_process.get((rec.host, rec.pid), ())
+            if ri.rank == me
+            and highest < ri.nranks
+            and (rec.dev is None or ri.cuda_dev is None or ri.cuda_dev == rec.dev)
+            and _admits(self.communicators[ri.comm], rec, who)
+        ]
+        if isinstance(rec, RingOrder) and not rec.truncated:
+            fits = [ri for ri in fits if ri.nranks == len(rec.ranks)] or fits
+        if not fits:
+            return None
+        return min(fits, key=lambda ri: _distance(rec, ri)).comm
+
+    def _comm_in_init(self, rec: Record) -> CommKey | None:
+        inits = self._inits_by_thread.get((rec.source, rec.host, rec.pid, rec.tid))
+        if inits is None:
+            return None
+        i = bisect.bisect_left(inits.lines, rec.line)
+        if i > 0 and inits.events[i - 1][1]:
+            return inits.events[i - 1][0]
+        if i < len(inits.lines) and not inits.events[i][1]:
+            return inits.events[i][0]
+        return None
+
+    def hosts_in(self, key: CommKey | None) -> dict[int, str]:
+        """Rank → host inside one communicator; for None (a line no Init places), the ranks
+        of a job with one communicator only, else nothing."""
+        if key is None:
+            comms = list(self.communicators.values())
+            if len(comms) != 1:
+                return {}
+            key = comms[0].key
+        cached = self._host_maps.get(key)
+        if cached is None:
+            comm = self.communicators.get(key)
+            cached = {} if comm is None else {r: ri.host for r, ri in comm.ranks.items() if ri.host}
+            self._host_maps[key] = cached
+        return cached
+
+    @cached_property
+    def connections_by_comm(self) -> dict[CommKey | None, list[Connection]]:
+        """Connection lines by the communicator they belong to (None: not placed)."""
+        out: dict[CommKey | None, list[Connection]] = defaultdict(list)
+        for conn in self.job.of(Connection):
+            out[self.comm_of(conn)].append(conn)
+        return dict(out)
+
+    @cached_property
+    def families(self) -> list[CommFamily]:
+        """Communicators grouped by shape, largest first."""
+        # one node or several: a group missing a silent rank's host is still of its family
+        shapes: dict[tuple[int, bool], list[Communicator]] = defaultdict(list)
+        for comm in self.communicators.values():
+            shapes[(comm.nranks, len(comm.hosts) > 1)].append(comm)
+        out: list[CommFamily] = []
+        for (nranks, _multi), comms in shapes.items():
+            nodes = max(len(c.hosts) for c in comms)
+            counts: Counter[str] = Counter()
+            for comm in comms:
+                counts.update(
+                    transport_class(c) for c in self.connections_by_comm.get(comm.key, ())
+                )
+            out.append(
+                CommFamily(
+                    nranks,
+                    nodes,
+                    tuple(sorted(c.key for c in comms)),
+                    tuple(sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))),
+                )
+            )
+        out.sort(key=lambda f: (-f.nranks, -len(f.keys), -f.nodes))
+        return out
 
     @cached_property
     def world(self) -> Communicator | None:
@@ -174,12 +387,13 @@ class JobViews:
 
     def crosses_nodes(self, conn: Connection) -> bool | None:
         """Whether a connection joins ranks on different hosts: True/False when the model knows
-        both hosts, else None (the transport alone does not say: NET is used inside a node when
+        both hosts in the connection's communicator, else None (the transport alone does not say: NET is used inside a node when
         P2P and SHM are off)."""
         if conn.to_rank is None:
             return None
-        a = self.host_of_rank.get(conn.from_rank)
-        b = self.host_of_rank.get(conn.to_rank)
+        hosts = self.hosts_in(self.comm_of(conn))
+        a = hosts.get(conn.from_rank)
+        b = hosts.get(conn.to_rank)
         if a is None or b is None:
             return None
         return a != b

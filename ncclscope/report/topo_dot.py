@@ -7,6 +7,7 @@ nothing dashed. Every log-derived string is written as an escaped DOT string.
 
 from __future__ import annotations
 
+from ncclscope.model.hostgraph import HostGraph
 from ncclscope.model.topo import CommTopology, JobTopology
 from ncclscope.report.safe import neutralise
 
@@ -29,7 +30,7 @@ def render_topo_dot(topo: JobTopology, comms: list[CommTopology] | None = None) 
         indent = "  "
         if len(chosen) > 1:
             out.append(f"  subgraph cluster_c{ci} {{")
-            out.append(f"    label={dot_string('communicator ' + comm.key)};")
+            out.append(f"    label={dot_string(comm.title)};")
             indent = "    "
         out += _comm(comm, f"c{ci}", indent)
         if len(chosen) > 1:
@@ -60,3 +61,30 @@ def _comm(comm: CommTopology, prefix: str, indent: str) -> list[str]:
             attrs += ["color=red", "style=dashed", "penwidth=2", f"tooltip={dot_string(e.anomaly)}"]
         out.append(f"{indent}{prefix}r{e.a} -> {prefix}r{e.b} [{', '.join(attrs)}];")
     return out
+
+
+def render_hosts_dot(graph: HostGraph) -> str:
+    """The host picture (ncclscope.model.hostgraph) for Graphviz: a box per host or run of
+    hosts alike, faulty ones red; an undirected edge per pair with transports and rails."""
+    out = [
+        "graph ncclscope_hosts {",
+        "  rankdir=LR;",
+        '  node [shape=box, style=rounded, fontname="Helvetica"];',
+        '  edge [fontname="Helvetica", fontsize=10];',
+        f"  label={dot_string('; '.join(graph.families))};",
+    ]
+    for i, box in enumerate(graph.boxes):
+        extra = ', color=red, penwidth=3, style="rounded,filled", fillcolor="#fdecea"'
+        out.append(f"  b{i} [label={dot_string(box.label)}{extra if box.faulty else ''}];")
+    for link in graph.links:
+        attrs = [f"label={dot_string(link.label)}"]
+        if link.anomaly:
+            attrs += [
+                "color=red",
+                "style=dashed",
+                "penwidth=2",
+                f"tooltip={dot_string(link.anomaly)}",
+            ]
+        out.append(f"  b{link.a} -- b{link.b} [{', '.join(attrs)}];")
+    out.append("}")
+    return "\n".join(out) + "\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from ncclscope.model.hostgraph import HostGraph
 from ncclscope.model.topo import CommTopology, JobTopology
 
 _SAFE = re.compile(r"[A-Za-z0-9 ._:/+\-=,()\[\]]")
@@ -31,7 +32,7 @@ def render_topo_mermaid(topo: JobTopology, comms: list[CommTopology] | None = No
     for ci, comm in enumerate(chosen):
         indent = "  "
         if len(chosen) > 1:
-            out.append(f'  subgraph c{ci}["communicator {mermaid_label(comm.key)}"]')
+            out.append(f'  subgraph c{ci}["{mermaid_label(comm.title)}"]')
             indent = "    "
         body, styles_c, edge_index = _comm(comm, f"c{ci}", indent, edge_index)
         out += body
@@ -68,3 +69,46 @@ def _comm(
             )
         edge_index += 1
     return out, styles, edge_index
+
+
+#: GitHub renders a Mermaid block of at most 50,000 characters and 500 edges
+MERMAID_MAX_CHARS = 50_000
+MERMAID_MAX_EDGES = 500
+
+
+def render_hosts_mermaid(graph: HostGraph) -> str:
+    """The host picture (ncclscope.model.hostgraph): a box per host or run of hosts alike,
+    faulty ones red, one edge per pair of boxes with its transports and rails. Kept within
+    GitHub's limits: past them, the last boxes and edges are left out and a comment says so."""
+    out = ["flowchart LR"]
+    for f in graph.families:
+        out.append(f"  %% {mermaid_label(f)}")
+    budget = MERMAID_MAX_CHARS - 2_000
+    size = sum(len(line) + 1 for line in out)
+    drawn: set[int] = set()
+    for i, box in enumerate(graph.boxes):
+        cls = ":::faulty" if box.faulty else ""
+        line = f'  b{i}["{mermaid_label(box.label)}"]{cls}'
+        if size + len(line) > budget // 2:
+            out.append(f"  %% {len(graph.boxes) - i} more box(es) left out (size limit)")
+            break
+        out.append(line)
+        size += len(line) + 1
+        drawn.add(i)
+    styles: list[str] = []
+    edges = 0
+    for link in graph.links:
+        if link.a not in drawn or link.b not in drawn:
+            continue
+        line = f'  b{link.a} ---|"{mermaid_label(link.label)}"| b{link.b}'
+        if edges >= MERMAID_MAX_EDGES - 1 or size + len(line) > budget:
+            out.append("  %% more links left out (size limit)")
+            break
+        if link.anomaly:
+            styles.append(f"  linkStyle {edges} stroke:#d00,stroke-width:3px,stroke-dasharray:6 3")
+        out.append(line)
+        size += len(line) + 1
+        edges += 1
+    out += styles
+    out.append("  classDef faulty stroke:#d00,stroke-width:3px,fill:#fdecea")
+    return "\n".join(out) + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from xml.sax.saxutils import escape, quoteattr
 
+from ncclscope.model.hostgraph import HostGraph
 from ncclscope.model.topo import CommTopology, Edge, JobTopology
 from ncclscope.report.safe import neutralise
 
@@ -74,7 +75,7 @@ def _panel(comm: CommTopology, top: int) -> tuple[list[str], int, int]:
     width = 2 * _MARGIN + max(1, len(hosts)) * _COL_W
     height = _HEAD + rows * _ROW_H + 20
     centre: dict[int, tuple[float, float]] = {}
-    title = "communicator (no Init line)" if comm.key == "?" else f"communicator {comm.key}"
+    title = comm.title
     out = [
         f'<g class="comm" id={quoteattr("comm-" + neutralise(comm.key))}>',
         f'<text x="{_MARGIN}" y="{top + 16}" font-size="14" font-weight="bold">'
@@ -135,3 +136,91 @@ def _edge(e: Edge, a: tuple[float, float], b: tuple[float, float]) -> list[str]:
         f'<text class="link-label" x="{lx:.0f}" y="{ly:.0f}" font-size="10" fill="{colour}">'
         f"{_text(e.label)}</text>",
     ]
+
+
+_HBOX_W = 300
+_HBOX_H = 64
+_HGAP_X = 120
+_HGAP_Y = 70
+_PER_ROW = 4
+
+
+def render_hosts_svg(graph: HostGraph) -> str:
+    """The host picture (ncclscope.model.hostgraph): boxes of hosts or runs of hosts alike in
+    rows of four, faulty ones red, a line per pair of boxes labelled with its transports and
+    rails; the communicator families written above. Its size grows with the boxes, which grow
+    with the faulty hosts, not with the job."""
+    rows = (len(graph.boxes) + _PER_ROW - 1) // _PER_ROW
+    top = _MARGIN + 20 * (len(graph.families) + 1)
+    width = 2 * _MARGIN + min(len(graph.boxes), _PER_ROW) * (_HBOX_W + _HGAP_X)
+    width = max(width, 600)
+    height = top + rows * (_HBOX_H + _HGAP_Y) + _MARGIN
+    centre: dict[int, tuple[float, float]] = {}
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" '
+        'font-size="12">',
+        "<title>ncclscope topology: hosts</title>",
+        '<rect width="100%" height="100%" fill="white"/>',
+        f'<text x="{_MARGIN}" y="{_MARGIN}" font-size="14" font-weight="bold">'
+        f"{len(graph.hosts)} hosts</text>",
+    ]
+    for i, fam in enumerate(graph.families):
+        out.append(f'<text x="{_MARGIN}" y="{_MARGIN + 20 * (i + 1)}">{_text(fam)}</text>')
+    for i in range(len(graph.boxes)):
+        x = _MARGIN + (i % _PER_ROW) * (_HBOX_W + _HGAP_X)
+        y = top + (i // _PER_ROW) * (_HBOX_H + _HGAP_Y)
+        centre[i] = (x + _HBOX_W / 2, y + _HBOX_H / 2)
+    for link in graph.links:
+        (x1, y1), (x2, y2) = centre[link.a], centre[link.b]
+        colour = "#d50000" if link.anomaly else _colour(link.label)
+        dash = ' stroke-dasharray="6 3"' if link.anomaly else ""
+        bow = 0 if abs(link.a - link.b) == 1 else 40
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2 - bow
+        tip = link.label + (f" ({link.anomaly})" if link.anomaly else "")
+        out += [
+            f'<path class="link" d="M{x1:.0f},{y1:.0f} Q{cx:.0f},{cy:.0f} {x2:.0f},{y2:.0f}" '
+            f'fill="none" stroke="{colour}" stroke-width="2"{dash}>'
+            f"<title>{_text(tip)}</title></path>",
+        ]
+    for i, box in enumerate(graph.boxes):
+        bx, by = centre[i][0] - _HBOX_W / 2, centre[i][1] - _HBOX_H / 2
+        stroke = "#d50000" if box.faulty else "#1e88e5"
+        fill = "#fdecea" if box.faulty else "#e3f2fd"
+        lines = _wrap(box.label, 46)[:4]
+        out.append(
+            f'<g class="host"><rect x="{bx:.0f}" y="{by:.0f}" width="{_HBOX_W}" '
+            f'height="{_HBOX_H}" rx="8" fill="{fill}" stroke="{stroke}" '
+            f'stroke-width="{3 if box.faulty else 1.5}"/>'
+            + "".join(
+                f'<text x="{bx + 8:.0f}" y="{by + 16 + 14 * k:.0f}">{_text(t)}</text>'
+                for k, t in enumerate(lines)
+            )
+            + "</g>"
+        )
+    for link in graph.links:
+        (x1, y1), (x2, y2) = centre[link.a], centre[link.b]
+        bow = 0 if abs(link.a - link.b) == 1 else 40
+        colour = "#d50000" if link.anomaly else _colour(link.label)
+        lx, ly = (x1 + x2) / 2, (y1 + y2) / 2 - bow / 2 - 4
+        out.append(
+            f'<text class="link-label" x="{lx:.0f}" y="{ly:.0f}" text-anchor="middle" '
+            f'font-size="10" fill="{colour}">{_text(link.label)}</text>'
+        )
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    out: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        out.append(line)
+    return out

@@ -8,6 +8,7 @@ goes through :func:`ncclscope.report.safe.neutralise`.
 
 from __future__ import annotations
 
+from ncclscope.model.hostgraph import HostGraph
 from ncclscope.model.topo import (
     GAP,
     CommTopology,
@@ -62,7 +63,7 @@ def _nodes(nodes: list[NodeInventory]) -> list[str]:
 
 
 def _comm(c: CommTopology) -> list[str]:
-    title = "Communicator (no Init line)" if c.key == "?" else f"Communicator {c.key}"
+    title = c.title[0].upper() + c.title[1:]
     hosts = c.hosts
     out = [f"{title}: {c.nranks} ranks on {len(hosts) or '?'} node(s)"]
     if c.links:
@@ -144,3 +145,21 @@ def hang_lines(h: HangTable) -> list[str]:
     if notes:
         out.append("  " + "; ".join(notes))
     return out
+
+
+def render_hosts_text(graph: HostGraph) -> str:
+    """The host picture as text: families, boxes (hosts or runs alike), links between them."""
+    out = [f"{len(graph.hosts)} hosts", ""]
+    if graph.families:
+        out.append("Communicators:")
+        out += [f"  {f}" for f in graph.families]
+        out.append("")
+    out.append("Hosts (runs of hosts alike folded; ! marks a faulty host):")
+    for i, box in enumerate(graph.boxes):
+        out.append(f"  [{i}] {'! ' if box.faulty else ''}{box.label}")
+    if graph.links:
+        out += ["", "Links between them:"]
+        for link in graph.links:
+            bad = f"  ! {link.anomaly}" if link.anomaly else ""
+            out.append(f"  [{link.a}] -- [{link.b}]: {link.label}{bad}")
+    return "\n".join(out) + "\n"

@@ -162,11 +162,22 @@ def _check_version_mismatch(job: Job) -> Iterator[Finding]:
         by_version[key].append(rec)
     if len(by_version) < 2:
         return
-    summary = ", ".join(f"{v} ({len(recs)} banner(s))" for v, recs in sorted(by_version.items()))
+    summary = ", ".join(
+        f"{v} ({len(recs)} banner(s){_on_hosts(recs)})" for v, recs in sorted(by_version.items())
+    )
     yield VERSION_MISMATCH.finding(
         f"More than one NCCL build in one job: {summary}.",
         [recs[0] for _, recs in sorted(by_version.items())],
     )
+
+
+def _on_hosts(recs: list[VersionBanner], shown: int = 4) -> str:
+    """`` on node-0005``: the hosts of a version printed on a few hosts (the odd ones out of a
+    big job); nothing when it is on many."""
+    hosts = sorted({r.host for r in recs if r.host})
+    if not hosts or len(hosts) > shown:
+        return ""
+    return " on " + ", ".join(hosts)
 
 
 def _what(name: str, value: str) -> str:

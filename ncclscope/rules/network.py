@@ -76,6 +76,23 @@ def _hosts(records: Iterable[Record]) -> list[str]:
     return sorted({r.host for r in records if r.host})
 
 
+def _all_hosts_named(records: Iterable[Record]) -> bool:
+    recs = list(records)
+    return bool(recs) and all(r.host for r in recs)
+
+
+def _partial_socket_hosts(job: Job) -> set[str]:
+    """Hosts that chose the Socket network in a job whose other hosts chose another (IB, a
+    plugin): a fallback of some hosts only, which NET001 reports with its cause."""
+    chosen: dict[str, set[str]] = {}
+    for rec in job.of(UsingNetwork):
+        if rec.host:
+            chosen.setdefault(rec.network.lower(), set()).add(rec.host)
+    socket = chosen.pop("socket", set())
+    others = set().union(*chosen.values()) if chosen else set()
+    return socket - others if others - socket else set()
+
+
 def _setting(job: Job, name: str) -> list[EnvSetting]:
     return [r for r in job.of(EnvSetting) if r.name == name]
 
@@ -319,6 +336,11 @@ def _check_ib_unused(job: Job) -> Iterator[Finding]:
     socket_conns = [c for c in job.of(Connection) if _is_socket_conn(c)]
     disabled = [r for r in _setting(job, "NCCL_IB_DISABLE") if r.value.strip() not in ("", "0")]
     view = views(job)
+    if not disabled and _all_hosts_named([*ib_recs, *using_socket, *socket_conns]):
+        # In a job of many hosts, IB on some and sockets on others is a host that lost its
+        # ports (NET001/NET004 name it), not hardware left unused: only the same host counts.
+        sock_hosts = set(_hosts([*using_socket, *socket_conns]))
+        ib_recs = [r for r in ib_recs if r.host in sock_hosts]
     if ib_recs and (using_socket or socket_conns or disabled):
         names = sorted({n for r in job.of(IbDevices) for d in r.devices for n in _dev_names(d)})
         names += sorted({r.name for r in job.of(IbDeviceDetail)} - set(names))
@@ -432,7 +454,9 @@ def _check_ib_no_device(job: Job) -> Iterator[Finding]:
 
     Evidence it needs
         The lines above (INIT/NET). Multi-node evidence (nNodes > 1, several hosts) raises the
-        severity; a single-node log keeps it informational.
+        severity; a single-node log keeps it informational. When only some hosts of a
+        multi-node job found no device and fell back to sockets while the others use IB,
+        ``inter-node-traffic-over-sockets`` reports those hosts with this cause instead.
 
     What to do
         Check ``ibstat``/``ibv_devinfo`` on the host and in the container (``/dev/infiniband``
@@ -449,6 +473,11 @@ def _check_ib_no_device(job: Job) -> Iterator[Finding]:
         return
     multi, multi_ev, how = _multi_node(job)
     view = views(job)
+    partial = _partial_socket_hosts(job)
+    if recs and multi and _all_hosts_named(recs) and set(_hosts(recs)) <= partial:
+        # Some hosts of a multi-node job fell back to sockets for this reason: NET001 reports
+        # them once, naming this cause and citing its line; a second finding would double it.
+        recs = []
     if recs:
         hosts = _hosts(recs)
         hca = [r for r in _setting(job, "NCCL_IB_HCA")]
