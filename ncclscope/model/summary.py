@@ -35,6 +35,9 @@ class BuiltSummary:
     ib_devices: tuple[str, ...] = ()
     transports: tuple[tuple[str, int], ...] = ()
     channels: tuple[int, ...] = ()
+    #: records whose damaged envelope (another writer's text glued to the host name, a host name
+    #: cut short) the model put back on their process, and cut Init lines read as their rank's
+    repaired_lines: int = 0
     notes: tuple[str, ...] = field(default=())
 
 
@@ -68,6 +71,23 @@ def summarise(job: Job) -> BuiltSummary:
         notes.append(
             "No per-peer connection lines: NCCL >= 2.22 connects channels lazily, or the log was cut."
         )
+    repaired = sum(r.records for r in job.repairs) + len(v.salvaged)
+    if job.repairs:
+        notes.append(
+            "Damaged host names read as the host clean lines gave the same process: "
+            + ", ".join(
+                f"{r.printed!r} → {r.host} (pid {r.pid}, {r.records} line(s))" for r in job.repairs
+            )
+            + "."
+        )
+    if v.salvaged:
+        notes.append(
+            f"{len(v.salvaged)} cut ncclCommInitRank line(s) read as their rank's Init "
+            + "/".join(sorted({s.phase for s in v.salvaged}))
+            + " (lines "
+            + ", ".join(str(s.line) for s in v.salvaged)
+            + ")."
+        )
     return BuiltSummary(
         nccl_versions=tuple(versions),
         cuda_drivers=tuple(drivers),
@@ -84,5 +104,6 @@ def summarise(job: Job) -> BuiltSummary:
         ib_devices=tuple(ib),
         transports=tuple(sorted(v.transport_counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         channels=tuple(channels),
+        repaired_lines=repaired,
         notes=tuple(notes),
     )
