@@ -27,6 +27,8 @@ def summary_lines(d: Diagnosis) -> list[str]:
     lines.append(who)
     if s.networks:
         lines.append("Network: " + ", ".join(s.networks))
+    for fabric in s.fabrics:
+        lines.append("Fabric: " + fabric)
     if s.interfaces:
         lines.append("Interfaces: " + ", ".join(s.interfaces))
     if s.ib_devices:

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 from ncclscope.model.enums import Level, NcclResult, Transport
+from ncclscope.model.fabric import Fabric, HostFabric, fabric_of_hosts, host_fabrics
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.foreign import LibfabricLog, OfiLog
@@ -24,13 +25,17 @@ from ncclscope.model.records.net import (
     IbNoDevice,
     IbQpInfo,
     IbVirtualDevice,
+    InterfaceSpeed,
     LibraryOpenFailed,
     NetInterface,
+    NetPluginEnvSet,
     NetPluginError,
     NetPluginMessage,
     NetPluginProviderNotFound,
+    NetPluginVersion,
     NetworkNotFound,
     NoInterfaceFound,
+    OfiProviderSelected,
     PluginEnvName,
     PluginInitFailed,
     PluginLoaded,
@@ -118,6 +123,20 @@ def _lo_by_default(job: Job) -> bool:
         return False
     return not any(
         "lo" in r.value.lstrip("^=").split(",") for r in _setting(job, "NCCL_SOCKET_IFNAME")
+    )
+
+
+def _plugin_fabric(job: Job, hosts: list[str]) -> Fabric | None:
+    """The fabric these hosts share when it is one NCCL reaches only through a net plugin
+    (Slingshot, EFA, TCPX/TCPXO): there, IB lines that find nothing are expected."""
+    fabric = fabric_of_hosts(job, hosts or sorted(host_fabrics(job)))
+    return fabric if fabric is not None and fabric.needs_plugin else None
+
+
+def _fabric_note(fabric: Fabric) -> str:
+    return (
+        f" These hosts are on {fabric.value}, whose NICs are no verbs devices: NCCL's IB transport "
+        "finding nothing is expected there; what is missing is the fabric's net plugin."
     )
 
 
@@ -241,21 +260,27 @@ def _check_socket_network(job: Job) -> Iterator[Finding]:
     evidence += _first_per_host(using or lists, limit=2)
     evidence += (crossing or conns)[:1]
     evidence += multi_ev[:1]
+    fabric = fabric_of_hosts(job, hosts)
+    on = f" The hosts' fabric is {fabric.value}." if fabric is not None else ""
+    fix = fabric.fix if fabric is not None and fabric is not Fabric.ETHERNET else None
     if multi:
         nconn = f"; {len(conns)} connection line(s) via NET/Socket" if conns else ""
         yield SOCKET_NETWORK.finding(
-            f"Inter-node traffic goes over TCP sockets{where} ({how}){nconn}. Why: {cause_text}.",
+            f"Inter-node traffic goes over TCP sockets{where} ({how}){nconn}. Why: {cause_text}."
+            + on,
             evidence,
             rank_of=view.rank_of,
+            remediation=fix,
         )
     else:
         yield SOCKET_NETWORK.finding(
             f"NCCL chose the Socket network{where} ({cause_text}). The log shows one node only: "
             "harmless for a single-node job, but a multi-node run would send its inter-node data "
-            "over TCP.",
+            "over TCP." + on,
             evidence,
             severity=Severity.INFO,
             rank_of=view.rank_of,
+            remediation=fix,
         )
 
 
@@ -455,12 +480,15 @@ def _check_ib_no_device(job: Job) -> Iterator[Finding]:
         hint = f"; NCCL_IB_HCA={hca[0].value} may filter every port out" if hca else ""
         sev = Severity.WARNING if multi else Severity.INFO
         scope = f"a multi-node job ({how})" if multi else "this log shows a single node"
+        fabric = _plugin_fabric(job, hosts)
         yield IB_NO_DEVICE.finding(
             f"NET/IB found no usable IB/RoCE device on {len(hosts)} host(s) "
-            f"({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''}); {scope}{hint}.",
+            f"({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''}); {scope}{hint}."
+            + (_fabric_note(fabric) if fabric is not None else ""),
             [*_first_per_host(recs, limit=3), *hca[:1], *multi_ev[:1]],
-            severity=sev,
+            severity=Severity.INFO if fabric is not None else sev,
             rank_of=view.rank_of,
+            remediation=fabric.fix if fabric is not None else None,
         )
     if errors:
         devs = sorted({r.device for r in errors})
@@ -508,11 +536,13 @@ def _check_libibverbs_missing(job: Job) -> Iterator[Finding]:
             f"libibverbs could not be loaded on {len(hosts)} host(s): IB/RoCE is unavailable. "
             "Benign on a single-node job; a multi-node run would use TCP sockets."
         )
+    fabric = _plugin_fabric(job, hosts)
     yield LIBIBVERBS_MISSING.finding(
-        msg,
+        msg + (_fabric_note(fabric) if fabric is not None else ""),
         [*_first_per_host(recs, limit=3), *multi_ev[:1]],
-        severity=Severity.WARNING if multi else Severity.INFO,
+        severity=Severity.INFO if fabric is not None or not multi else Severity.WARNING,
         rank_of=views(job).rank_of,
+        remediation=fabric.fix if fabric is not None else None,
     )
 
 
@@ -626,12 +656,15 @@ def _check_plugin_failed(job: Job) -> Iterator[Finding]:
         name = requested[0].value if isinstance(requested[0], EnvSetting) else ""
         if isinstance(requested[0], PluginEnvName):
             name = requested[0].plugin_name
+        fabric = _plugin_fabric(job, _hosts(not_found))
         yield PLUGIN_FAILED.finding(
             f"Network plugin {name!r} was requested but not found on "
-            f"{len(_hosts(not_found))} host(s): NCCL uses its internal IB/Socket transport.",
+            f"{len(_hosts(not_found))} host(s): NCCL uses its internal IB/Socket transport."
+            + (f" The hosts' fabric is {fabric.value}." if fabric is not None else ""),
             [requested[0], *_first_per_host(not_found)],
             severity=Severity.WARNING,
             rank_of=view.rank_of,
+            remediation=fabric.fix if fabric is not None else None,
         )
 
 
@@ -1143,6 +1176,64 @@ def _check_no_interface(job: Job) -> Iterator[Finding]:
     )
 
 
+# --- fabric ---------------------------------------------------------------------------------
+
+
+def _check_fabric_plugin_not_loaded(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        A host whose fabric NCCL reaches only through an external net plugin (HPE Slingshot:
+        ``hsn*`` interfaces or the libfabric ``cxi`` provider; AWS EFA: ``rdmap*``/``efa``
+        devices, the efa provider, an EC2 platform aws-ofi-nccl recognised; GCP GPUDirect-TCPX
+        and TCPXO) while NCCL printed only its internal networks there (``Using network Socket``
+        or ``IB``).
+
+    Why it matters
+        Those NICs are no verbs devices, so NCCL's own IB transport finds nothing and the job's
+        data goes over TCP sockets on the same NICs at a fraction of their speed (or over a
+        management Ethernet). ``NET/IB : No device found`` on such a host is expected; the real
+        fault is that the plugin (aws-ofi-nccl, the TCPX/FasTrak plugin) was not installed, not
+        on the library path, or failed to find its provider.
+
+    Evidence it needs
+        The host's interface, device, provider or plugin lines that show the fabric, and its
+        ``Using network`` line (INIT/NET). Hosts that print no ``Using network`` line are not
+        judged. Multi-node evidence raises the severity to error.
+
+    What to do
+        Install and load the fabric's plugin: on Slingshot aws-ofi-nccl (or aws-ofi-rccl)
+        built against the system libfabric with ``FI_PROVIDER=cxi``; on EFA aws-ofi-nccl with
+        the EFA devices exposed; on GCP the TCPX/TCPXO plugin and its RxDM sidecar. Then check
+        that the log says ``Using network AWS Libfabric`` (``GPUDirectTCPX``, ``FasTrak``).
+    """
+    missing: dict[Fabric, list[HostFabric]] = defaultdict(list)
+    for hf in host_fabrics(job).values():
+        fabric = hf.fabric
+        if fabric is not None and hf.plugin_missing:
+            missing[fabric].append(hf)
+    if not missing:
+        return
+    multi, multi_ev, how = _multi_node(job)
+    view = views(job)
+    for fabric, hfs in sorted(missing.items()):
+        hosts = sorted(hf.host for hf in hfs)
+        nets = sorted({n for hf in hfs for n in hf.networks})
+        evidence: list[Record] = [*hfs[0].evidence[:1]]
+        for hf in hfs[:2]:
+            for net in nets:
+                evidence += hf.networks.get(net, [])[:1]
+        scope = f"a multi-node job ({how})" if multi else "the log shows one node"
+        yield FABRIC_PLUGIN.finding(
+            f"{len(hosts)} host(s) ({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''}) "
+            f"are on {hfs[0].describe()}, but NCCL used {'/'.join(nets)} there: the fabric's "
+            f"net plugin is not loaded ({scope}).",
+            [*evidence, *multi_ev[:1]],
+            severity=Severity.ERROR if multi else Severity.WARNING,
+            remediation=fabric.fix,
+            rank_of=view.rank_of,
+        )
+
+
 # --- the rules ------------------------------------------------------------------------------
 
 SOCKET_NETWORK = Rule(
@@ -1351,6 +1442,33 @@ NO_INTERFACE = Rule(
     settings=("NCCL_SOCKET_IFNAME", "NCCL_OOB_NET_IFNAME", "NCCL_COMM_ID"),
 )
 
+FABRIC_PLUGIN = Rule(
+    id="NET016",
+    name="fabric-net-plugin-not-loaded",
+    category=Category.NET_PLUGIN,
+    severity=Severity.ERROR,
+    reads=(
+        UsingNetwork,
+        BootstrapInterfaces,
+        SocketInterfaces,
+        IbDevices,
+        IbDeviceDetail,
+        OfiProviderSelected,
+        LibfabricLog,
+        NetPluginMessage,
+        NetPluginProviderNotFound,
+        NetPluginVersion,
+        NetPluginEnvSet,
+        InterfaceSpeed,
+        TcpxTimeout,
+    ),
+    remediation="Load the fabric's net plugin (aws-ofi-nccl for Slingshot/EFA, the TCPX/TCPXO "
+    "plugin on GCP) and check the log's 'Using network' names it.",
+    check=_check_fabric_plugin_not_loaded,
+    settings=("NCCL_NET_PLUGIN", "NCCL_NET", "FI_PROVIDER"),
+    incident="https://github.com/amikael/RCCL-tests/blob/b4e99be39fd8cade90265125c23ea57bd2658e7b/README.md",
+)
+
 RULES = (
     SOCKET_NETWORK,
     IB_UNUSED,
@@ -1367,4 +1485,5 @@ RULES = (
     SOCKET_INTERFACE,
     INTERFACES_DIFFER,
     NO_INTERFACE,
+    FABRIC_PLUGIN,
 )
