@@ -349,19 +349,19 @@ def host_fabrics(job: Job) -> dict[str, HostFabric]:
             _add(hf.shown, Fabric.TCPX, rec)
         elif kind == "TCPXO":
             _add(hf.shown, Fabric.TCPXO, rec)
-    # A log without ``Using network`` lines (old NCCL, a cut excerpt) names the network by
+    # A host without ``Using network`` lines (old NCCL, a cut excerpt) names the network by
     # what NCCL initialised: the socket list is printed when IB found nothing, the IB list when
     # IB came up.
-    if not job.has(UsingNetwork):
-        _networks_from_lists(job, of)
+    _networks_from_lists(job, of)
     job.cache["fabrics"] = out
     return out
 
 
 def _networks_from_lists(job: Job, of: Callable[[Record], HostFabric | None]) -> None:
+    told = {r.host or UNKNOWN_HOST for r in job.of(UsingNetwork)}
     for rec in job.of(SocketInterfaces, IbDevices):
         hf = of(rec)
-        if hf is None:
+        if hf is None or hf.host in told:
             continue
         kind = "IB" if isinstance(rec, IbDevices) and rec.devices else "Socket"
         if isinstance(rec, SocketInterfaces) or kind == "IB":
