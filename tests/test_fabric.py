@@ -14,8 +14,6 @@ from ncclscope.cli import main
 from ncclscope.model.fabric import Fabric, host_fabrics
 from tests.helpers import REAL
 
-SHARED = REAL.parent.parent.parent / "shared" / "corpus" / "real"
-
 #: log → (host, fabric, NCCL's networks there, whether the fabric's plugin is missing)
 EXPECTED: dict[str, tuple[str, Fabric, set[str], bool]] = {
     "200-lumi-slingshot-rccl-ofi-plugin-missing-socket.log": (
@@ -63,9 +61,7 @@ def test_host_fabric(name: str) -> None:
 def test_efa_asked_for_but_not_found() -> None:
     """p3dn: aws-ofi-nccl says only EFA is supported and NCCL falls back to sockets on ens5:
     the host's fabric is EFA (asked for), not the Ethernet interface every node has."""
-    log = SHARED / "214-p3dn-ofi-only-efa-provider-socket-fallback.log"
-    if not log.exists():
-        pytest.skip("shared corpus not present")
+    log = REAL / "214-p3dn-ofi-only-efa-provider-socket-fallback.log"
     job, _stats = api.build([log])
     hf = host_fabrics(job)["ip-172-31-0-112"]
     assert hf.fabric is Fabric.EFA and Fabric.EFA not in hf.shown
