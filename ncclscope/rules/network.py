@@ -9,6 +9,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
+from ncclscope.model.compare import Outlier
 from ncclscope.model.enums import Level, NcclResult, Transport
 from ncclscope.model.fabric import Fabric, HostFabric, fabric_of_hosts, host_fabrics
 from ncclscope.model.job import Job
@@ -1234,6 +1235,138 @@ def _check_fabric_plugin_not_loaded(job: Job) -> Iterator[Finding]:
         )
 
 
+def _hca_entries(value: str) -> tuple[str, list[str]]:
+    """NCCL_IB_HCA as NCCL reads it: its mode (``=`` exact, ``^`` exclude, ``^=``, or prefix)
+    and the device names of its ``name[:port]`` entries."""
+    v = value.strip()
+    mode = ""
+    for marker in ("^=", "^", "="):
+        if v.startswith(marker):
+            mode, v = marker, v[len(marker) :]
+            break
+    names = [e.split(":", 1)[0].strip() for e in v.split(",") if e.strip()]
+    return mode, names
+
+
+def _check_hca_prefix(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        ``NCCL_IB_HCA`` given without the ``=`` modifier matches device names by prefix, so
+        ``mlx5_1`` also selects ``mlx5_10`` … ``mlx5_17``: the ``NET/IB : Using`` list of the
+        same host holds a device that no entry names exactly and an entry names as a prefix.
+
+    Why it matters
+        The job uses a NIC the user meant to leave out: a storage or management port, a port on
+        another rail, one without a route to the other nodes, or one more NIC than GPUs, which
+        unbalances the rings. Mismatched NIC lists across nodes then cause hangs or
+        ``ibv_modify_qp`` timeouts; NVIDIA added ``=`` for this (NVIDIA/nccl PR #236).
+
+    Evidence it needs
+        ``NCCL_IB_HCA set (by environment) to …`` (ENV) and ``NET/IB : Using [0]…`` (INIT/NET)
+        from the same host.
+
+    What to do
+        Write the list with exact matching, ``NCCL_IB_HCA==mlx5_0,mlx5_1,…`` (the first ``=`` is
+        the modifier), or add the port (``mlx5_1:1`` still matches by prefix, so use ``=``).
+    """
+    settings: dict[str | None, EnvSetting] = {}
+    for rec in _setting(job, "NCCL_IB_HCA"):
+        settings.setdefault(rec.host, rec)
+    if not settings:
+        return
+    extra: dict[str, tuple[EnvSetting, IbDevices, list[str]]] = {}
+    for listing in job.of(IbDevices):
+        setting = settings.get(listing.host) or settings.get(None)
+        if setting is None and len(settings) == 1:
+            setting = next(iter(settings.values()))
+        if setting is None or listing.host is None or listing.host in extra:
+            continue
+        mode, names = _hca_entries(setting.value)
+        if mode or not names:
+            continue
+        used = [n for entry in listing.devices for n in _dev_names(entry)]
+        loose = [
+            f"{d} (by '{next(n for n in names if d.startswith(n))}')"
+            for d in used
+            if d not in names and any(d.startswith(n) and d != n for n in names)
+        ]
+        if loose:
+            extra[listing.host] = (setting, listing, loose)
+    if not extra:
+        return
+    hosts = sorted(extra)
+    setting, devs, loose = extra[hosts[0]]
+    yield HCA_PREFIX.finding(
+        f"NCCL_IB_HCA={setting.value} matches by prefix: {len(hosts)} host(s) "
+        f"({', '.join(hosts[:3])}) also use {', '.join(loose)}, which the list does not name.",
+        [setting, devs],
+        rank_of=views(job).rank_of,
+    )
+
+
+def _check_nics_differ(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Hosts of one job whose IB/RoCE NIC lists (``NET/IB : Using [0]mlx5_0:1/RoCE …``),
+        network (``Using network IB|Socket|…``), net plugin or fabric differ: with three hosts or
+        more, the hosts that differ from a strict majority; with two, the difference itself.
+        This is the host comparison of ``ncclscope diff JOB``.
+
+    Why it matters
+        NCCL builds rings and trees assuming every node has the same rails: a node with fewer or
+        other NICs, or one that fell back to sockets or lacks the plugin, makes the job hang at
+        connection time, fail with IB timeouts, or run at the speed of the weakest node
+        (NVIDIA/nccl #1277: two HGX nodes with NICs mlx5_0/3/5/8 and mlx5_0/1/4/5 hung).
+
+    Evidence it needs
+        The ``NET/IB : Using`` and ``Using network`` lines (INIT/NET) of at least two hosts.
+
+    What to do
+        Give every node the same NIC set and order (cabling, ``NCCL_IB_HCA`` written per node
+        with ``=`` and each node's own names, or a topology file), the same RDMA stack and
+        plugin; drain the node whose ports are down (``ibstat``).
+    """
+    from ncclscope.model.compare import outliers
+
+    odd = [o for o in outliers(job) if o.fact in ("NICs", "network", "net plugin", "fabric")]
+    if not odd:
+        return
+    by_fact: dict[str, list[Outlier]] = defaultdict(list)
+    for o in odd:
+        by_fact[o.fact].append(o)
+    multi, _ev, _how = _multi_node(job)
+    for fact, items in by_fact.items():
+        if items[0].majority:
+            text = "; ".join(_valued(o) for o in items[:4])
+            msg = (
+                f"{len(items)} host(s) differ from the other {items[0].agreeing} in their "
+                f"{fact} ({items[0].majority}): {text}."
+            )
+        else:
+            msg = f"The two hosts differ in their {fact}: " + "; ".join(_valued(o) for o in items)
+            msg += "."
+        severe = fact in ("network", "fabric") or (fact == "NICs" and _counts_differ(items))
+        yield NICS_DIFFER.finding(
+            msg,
+            [o.line for o in items if o.line is not None],
+            severity=Severity.WARNING if severe or multi else Severity.INFO,
+            rank_of=views(job).rank_of,
+        )
+
+
+def _valued(o: Outlier) -> str:
+    if o.fact == "NICs":
+        return f"{o.host}: {len(o.value.split(', '))} NIC(s) ({o.value})"
+    return f"{o.host}: {o.value}"
+
+
+def _counts_differ(items: list[Outlier]) -> bool:
+    counts = {len(o.value.split(", ")) for o in items}
+    if items[0].majority:
+        counts.add(len(items[0].majority.split(", ")))
+    return len(counts) > 1
+
+
 # --- the rules ------------------------------------------------------------------------------
 
 SOCKET_NETWORK = Rule(
@@ -1469,6 +1602,33 @@ FABRIC_PLUGIN = Rule(
     incident="https://github.com/amikael/RCCL-tests/blob/b4e99be39fd8cade90265125c23ea57bd2658e7b/README.md",
 )
 
+HCA_PREFIX = Rule(
+    id="NET017",
+    name="ib-hca-prefix-matches-more",
+    category=Category.ENV_OVERRIDE,
+    severity=Severity.WARNING,
+    reads=(EnvSetting, IbDevices),
+    remediation="Use exact matching: NCCL_IB_HCA==mlx5_0,mlx5_1,… (the leading '=' is the "
+    "modifier), so mlx5_1 does not also select mlx5_10 and up.",
+    check=_check_hca_prefix,
+    settings=("NCCL_IB_HCA",),
+    incident="https://github.com/NVIDIA/nccl/pull/236",
+)
+
+NICS_DIFFER = Rule(
+    id="NET018",
+    name="nics-differ-across-hosts",
+    category=Category.TOPOLOGY_MISDETECTED,
+    severity=Severity.WARNING,
+    reads=(IbDevices, UsingNetwork, PluginLoaded, BootstrapInterfaces, SocketInterfaces),
+    remediation="Make every node alike: the same NICs in the same order (NCCL_IB_HCA with '=' and "
+    "each node's own names, or a topology file), the same RDMA stack and net plugin; drain a node "
+    "whose ports are down.",
+    check=_check_nics_differ,
+    settings=("NCCL_IB_HCA", "NCCL_NET", "NCCL_TOPO_FILE"),
+    incident="https://github.com/NVIDIA/nccl/issues/1277",
+)
+
 RULES = (
     SOCKET_NETWORK,
     IB_UNUSED,
@@ -1486,4 +1646,6 @@ RULES = (
     INTERFACES_DIFFER,
     NO_INTERFACE,
     FABRIC_PLUGIN,
+    HCA_PREFIX,
+    NICS_DIFFER,
 )
