@@ -13,7 +13,7 @@ from ncclscope.model.compare import Outlier
 from ncclscope.model.enums import Level, NcclResult, Transport
 from ncclscope.model.fabric import Fabric, HostFabric, fabric_of_hosts, host_fabrics
 from ncclscope.model.job import Job
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.foreign import LibfabricLog, OfiLog
 from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
@@ -28,6 +28,7 @@ from ncclscope.model.records.net import (
     IbVirtualDevice,
     InterfaceSpeed,
     LibraryOpenFailed,
+    NetComponentMessage,
     NetInterface,
     NetPluginEnvSet,
     NetPluginError,
@@ -51,7 +52,12 @@ from ncclscope.model.records.net import (
     TcpxTimeout,
     UsingNetwork,
 )
-from ncclscope.model.records.topology import Connection, GraphChannel, GraphPattern
+from ncclscope.model.records.topology import (
+    CollnetUnsupported,
+    Connection,
+    GraphChannel,
+    GraphPattern,
+)
 from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
@@ -1367,6 +1373,71 @@ def _counts_differ(items: list[Outlier]) -> bool:
     return len(counts) > 1
 
 
+def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        CollNet (in-network reduction, NVIDIA SHARP) that could not be set up: ``Cannot initialize
+        CollNet, using point-to-point network instead``, ``CollNet is not supported or fails to
+        initialize, ignoring NCCL_ALGO=COLLNET``, and the SHARP plugin's own WARNs (printed from
+        ``sharp_plugin.c``, e.g. ``SHARP coll init error: Cannot create SHARP job(-11)``,
+        ``Streaming Tree lock failed``).
+
+    Why it matters
+        The job asked for CollNet (``NCCL_COLLNET_ENABLE=1``, ``NCCL_ALGO=CollNet``) and runs
+        without it: allreduce bandwidth is that of rings and trees, not SHARP's. A cluster or
+        cloud without a SHARP aggregation manager cannot create SHARP jobs at all (NVIDIA/nccl
+        #1050); a tree lock failure means SHARP resources ran out for this job. With
+        ``NCCL_ALGO`` forced to CollNet only, collectives fail with ``no algorithm/protocol
+        available``.
+
+    Evidence it needs
+        The WARN lines (default-visible) and the settings that asked for CollNet.
+
+    What to do
+        Check that the fabric has SHARP (``sharp_hello``, the aggregation manager running, the
+        SHARP plugin matching HPC-X) or unset ``NCCL_COLLNET_ENABLE``/``NCCL_ALGO=CollNet``;
+        for lock failures, lower the jobs sharing SHARP or ``SHARP_COLL_*`` resource settings.
+    """
+    fallback: list[Record] = list(job.of(CollnetUnsupported))
+    # the SHARP plugin's own WARNs name it in their location; their text is the plugin's
+    plugin = [r for r in job.warnings() if "sharp" in (r.src_file or "").lower()]
+    plugin += [
+        r
+        for r in job.of(NetComponentMessage)
+        if "sharp" in r.message.lower() and "error" in r.message.lower()
+    ]
+    if not (fallback or plugin):
+        return
+    asked = [
+        r
+        for r in job.of(EnvSetting)
+        if (r.name == "NCCL_COLLNET_ENABLE" and r.value.strip() not in ("", "0"))
+        or (r.name == "NCCL_ALGO" and "collnet" in r.value.lower())
+    ]
+    hosts = _hosts([*fallback, *plugin])
+    why = sorted({_sharp_reason(r) for r in plugin})
+    msg = (
+        f"CollNet/SHARP could not be set up on {len(hosts)} host(s)"
+        + (f" ({', '.join(hosts[:3])})" if hosts else "")
+        + (f": {'; '.join(why[:2])}" if why else "")
+        + ". NCCL runs rings and trees instead (point-to-point)."
+    )
+    if asked:
+        msg += f" It was asked for: {asked[0].name}={asked[0].value}."
+    yield COLLNET_UNAVAILABLE.finding(
+        msg,
+        [*_first_per_host(plugin), *_first_per_host(fallback), *asked[:1]],
+        rank_of=views(job).rank_of,
+    )
+
+
+def _sharp_reason(rec: Record) -> str:
+    if isinstance(rec, NetComponentMessage):
+        return rec.message
+    text = rec.text.split(" WARN ", 1)[-1].strip()
+    return text
+
+
 # --- the rules ------------------------------------------------------------------------------
 
 SOCKET_NETWORK = Rule(
@@ -1629,6 +1700,19 @@ NICS_DIFFER = Rule(
     incident="https://github.com/NVIDIA/nccl/issues/1277",
 )
 
+COLLNET_UNAVAILABLE = Rule(
+    id="NET019",
+    name="collnet-sharp-unavailable",
+    category=Category.NET_PLUGIN,
+    severity=Severity.WARNING,
+    reads=(CollnetUnsupported, NetComponentMessage, EnvSetting, Unrecognized),
+    remediation="Check the fabric has SHARP (aggregation manager running, sharp_hello, a SHARP "
+    "plugin matching HPC-X) or unset NCCL_COLLNET_ENABLE / NCCL_ALGO=CollNet.",
+    check=_check_collnet_unavailable,
+    settings=("NCCL_COLLNET_ENABLE", "NCCL_ALGO", "SHARP_COLL_ENABLE_SAT"),
+    incident="https://github.com/NVIDIA/nccl/issues/1050",
+)
+
 RULES = (
     SOCKET_NETWORK,
     IB_UNUSED,
@@ -1648,4 +1732,5 @@ RULES = (
     FABRIC_PLUGIN,
     HCA_PREFIX,
     NICS_DIFFER,
+    COLLNET_UNAVAILABLE,
 )
