@@ -1416,6 +1416,17 @@ def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
     ]
     hosts = _hosts([*fallback, *plugin])
     why = sorted({_sharp_reason(r) for r in plugin})
+    connected = [c for c in job.of(Connection) if c.transport is Transport.COLLNET]
+    if connected and not fallback:
+        # the plugin complained but CollNet connected: a limit (datatypes, resources), not a loss
+        yield COLLNET_UNAVAILABLE.finding(
+            f"CollNet over SHARP connected ({len(connected)} CollNet connection line(s)), but the "
+            f"SHARP plugin warned on {len(hosts)} host(s): {'; '.join(why[:2])}.",
+            [*_first_per_host(plugin), connected[0]],
+            severity=Severity.INFO,
+            rank_of=views(job).rank_of,
+        )
+        return
     msg = (
         f"CollNet/SHARP could not be set up on {len(hosts)} host(s)"
         + (f" ({', '.join(hosts[:3])})" if hosts else "")
