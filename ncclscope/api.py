@@ -13,7 +13,7 @@ from ncclscope.parse.parser import LineParser, SourceStats, parse_path
 
 if TYPE_CHECKING:
     # Imported where used: `parse` needs neither the model nor the rules (~0.1 s of start-up).
-    from ncclscope.engine import Diagnosis
+    from ncclscope.engine import Comparison, Diagnosis
     from ncclscope.model.job import Job
     from ncclscope.parse.stream import Progress
 
@@ -72,3 +72,24 @@ def diagnose(
     job, stats = build(paths, limits, progress)
     findings = run_rules(job, Selection(tuple(select), tuple(ignore)))
     return Diagnosis(stats=stats, job=job, summary=summarise(job), findings=findings)
+
+
+def diff(
+    good: Iterable[str | os.PathLike[str]] | None,
+    bad: Iterable[str | os.PathLike[str]],
+    limits: Limits = DEFAULT_LIMITS,
+) -> Comparison:
+    """Line a good job up against a bad one: the facts that changed, the findings only one has,
+    and the bad job's outlier hosts. ``good`` None: the hosts of ``bad`` against each other."""
+    from ncclscope.engine import Comparison
+    from ncclscope.model.compare import compare, outliers
+    from ncclscope.model.profile import profile
+
+    bad_d = diagnose(bad, limits=limits)
+    good_d = diagnose(good, limits=limits) if good is not None else None
+    changes = (
+        compare(profile(good_d.job, "good"), profile(bad_d.job, "bad"))
+        if good_d is not None
+        else []
+    )
+    return Comparison(good=good_d, bad=bad_d, changes=changes, outliers=outliers(bad_d.job))

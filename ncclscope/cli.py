@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
@@ -331,6 +332,65 @@ def _write_full_report(path: str, fmt: str, result: Any) -> None:
             out.write(text)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _job_paths(path: str) -> list[str]:
+    """A job given as one path: a file (or ``-``), or a directory of its files (one per rank)."""
+    if path != "-" and os.path.isdir(path):
+        files = sorted(
+            os.path.join(path, name)
+            for name in os.listdir(path)
+            if os.path.isfile(os.path.join(path, name)) and not name.startswith(".")
+        )
+        if not files:
+            fail(f"{path}: directory holds no files")
+        return files
+    return [path]
+
+
+@main.command()
+@click.argument("jobs", nargs=-1, required=True, metavar="[GOOD] BAD")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="text for a terminal, json for tools, markdown for tickets.",
+)
+@click.option(
+    "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
+)
+def diff(jobs: tuple[str, ...], fmt: str, color: bool | None) -> None:
+    """Line a job that worked up against one that did not, or one job's hosts against each other.
+
+    GOOD BAD: what changed that matters (versions, settings, plugins, fabric and interfaces,
+    transports per peer class, channels, algorithms, rings and trees, init time, bandwidth), the
+    findings only one job has, and BAD's outlier hosts. BAD alone: the hosts of that job whose
+    NICs, transports, settings, versions or init time differ from the others. Each job is a log
+    file, a directory of one job's files, or `-`.
+    """
+    from ncclscope import api
+
+    if len(jobs) > 2:
+        fail("diff takes one job (its hosts compared) or two (GOOD BAD)")
+    good = _job_paths(jobs[0]) if len(jobs) == 2 else None
+    result = api.diff(good, _job_paths(jobs[-1]))
+    for d in (result.good, result.bad):
+        if d is not None:
+            _print_damage(d.stats)
+    if fmt == "json":
+        from ncclscope.report.diff_report import comparison_to_dict
+
+        click.echo(json.dumps(comparison_to_dict(result), indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        from ncclscope.report.diff_report import render_diff_markdown
+
+        click.echo(render_diff_markdown(result), nl=False)
+    else:
+        from ncclscope.report.diff_report import render_diff_text
+
+        render_diff_text(result, sys.stdout, color=color)
 
 
 @main.command()

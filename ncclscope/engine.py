@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ncclscope.errors import UsageError
+from ncclscope.model.compare import Change, Outlier
 from ncclscope.model.job import Job
 from ncclscope.model.summary import BuiltSummary
 from ncclscope.parse.parser import SourceStats
@@ -121,3 +122,31 @@ class Diagnosis:
     job: Job
     summary: BuiltSummary
     findings: list[Finding]
+
+
+@dataclass
+class Comparison:
+    """What ``diff`` reports: two jobs lined up (``good`` None: the hosts of one job against
+    each other), the facts that changed, the findings only one side has, and the bad job's
+    outlier hosts."""
+
+    good: Diagnosis | None
+    bad: Diagnosis
+    changes: list[Change]
+    outliers: list[Outlier]
+
+    @property
+    def new_findings(self) -> list[Finding]:
+        """Findings of the bad job whose rule the good job did not trigger."""
+        if self.good is None:
+            return []
+        seen = {f.rule for f in self.good.findings}
+        return [f for f in self.bad.findings if f.rule not in seen]
+
+    @property
+    def gone_findings(self) -> list[Finding]:
+        """Findings of the good job whose rule the bad job did not trigger."""
+        if self.good is None:
+            return []
+        seen = {f.rule for f in self.bad.findings}
+        return [f for f in self.good.findings if f.rule not in seen]

@@ -13,11 +13,12 @@ and GRAPH/TUNING/NET lines are off by default.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ncclscope.model.enums import Level, NcclResult
 from ncclscope.model.records.base import Record, Unrecognized
@@ -120,6 +121,19 @@ class Bulk:
     thread_lines: Callable[[set[ThreadKey]], dict[ThreadKey, list[int]]]
 
 
+@dataclass(frozen=True)
+class Repair:
+    """A damaged envelope the model put back on its process: the host as printed, the host the
+    clean lines of the same log established for that pid, and how many records said so."""
+
+    printed: str
+    host: str
+    pid: int | None
+    records: int
+    #: where the first damaged line is (source, line), for the report
+    first: tuple[str, int]
+
+
 class Job:
     """The model of one job: every low-volume record by kind, processes, error chains."""
 
@@ -135,6 +149,13 @@ class Job:
         self.folded_sources: set[str] = set()
         #: derived views computed once and shared by the rules (ncclscope.model.views)
         self.cache: dict[str, object] = {}
+        #: damaged envelopes put back on the process clean lines established (see _reconcile)
+        self.repairs: list[Repair] = []
+        #: records per process, for the processes of a host whose name ends like another's
+        #: (the only ones a repair can move); others are not counted, to keep bulks cheap
+        self.lines_per_process: Counter[ProcessKey] = Counter()
+        #: where each process printed first (source, line)
+        self.first_seen: dict[ProcessKey, tuple[str, int]] = {}
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -231,7 +252,9 @@ class JobBuilder:
         for b in bulks:
             events.append((b.first_line, 0, functools.partial(self._bulk_kind, b)))
             for first, host, pid, _devs in b.processes:
-                events.append((first, 1, functools.partial(self._bulk_process, host, pid)))
+                events.append(
+                    (first, 1, functools.partial(self._bulk_process, b.source, first, host, pid))
+                )
             for first, slot, _last, _rec in b.slots:
                 events.append((first, 2, functools.partial(self._bulk_slot, b.kind, slot)))
         events.sort(key=lambda e: (e[0], e[1]))
@@ -260,6 +283,7 @@ class JobBuilder:
                 if _any_between(lines_of.get(thread), chain.records[-1].line, None):
                     del self._open[thread]
         for b in bulks:
+            self._count_related(b)
             job.counts[b.kind] += b.count
             summ = job.summaries[b.kind]
             summ.count += b.count
@@ -297,9 +321,21 @@ class JobBuilder:
         self.job.counts[b.kind] += 0
         self.job.summaries.setdefault(b.kind, KindSummary())
 
-    def _bulk_process(self, host: str | None, pid: int | None) -> None:
+    def _bulk_process(self, source: str, first: int, host: str | None, pid: int | None) -> None:
         if (host, pid) not in self.job.processes:
             self.job.processes[(host, pid)] = Process(host, pid)
+            self.job.first_seen[(host, pid)] = (source, first)
+
+    def _count_related(self, b: Bulk) -> None:
+        """Count the bulk's lines of processes whose host name ends like another host's: only
+        those can be damaged envelopes (see _damaged_hosts), and a repair reports its lines."""
+        hosts = {h for h, _ in self.job.processes if h is not None}
+        for _first, host, pid, _devs in b.processes:
+            if host is None or not any(_related(host, h) for h in hosts if h != host):
+                continue
+            threads = {t for t in b.threads if t[1] == host and t[2] == pid}
+            for lines in b.thread_lines(threads).values():
+                self.job.lines_per_process[(host, pid)] += len(lines)
 
     def _bulk_slot(self, kind: str, slot: SlotKey) -> None:
         # A placeholder keeps the slot's place; add_batch fills it at the end of the batch.
@@ -309,8 +345,10 @@ class JobBuilder:
         if rec.host is None and rec.pid is None:
             return
         key: ProcessKey = (rec.host, rec.pid)
+        self.job.lines_per_process[key] += 1
         proc = self.job.processes.get(key)
         if proc is None:
+            self.job.first_seen[key] = (rec.source, rec.line)
             proc = self.job.processes[key] = Process(rec.host, rec.pid)
         proc.sources.add(rec.source)
         if rec.dev is not None:
@@ -339,7 +377,123 @@ class JobBuilder:
     def finish(self) -> Job:
         self._open.clear()
         self._build_pending()
+        _reconcile(self.job)
         return self.job
+
+
+#: shortest host name that may anchor a repair: shorter names end too many other names
+_MIN_HOST = 3
+
+
+def _related(a: str, b: str) -> bool:
+    """Whether one host name ends like the other (the shape of a damaged envelope)."""
+    return min(len(a), len(b)) >= _MIN_HOST and (a.endswith(b) or b.endswith(a))
+
+
+def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
+    """(printed host, pid) → the host it really is, for envelopes damaged in the log.
+
+    Two writers on one line put the other writer's text in front of the host name (``-1mew0``
+    from an nccl-tests row glued to ``mew0:64904:…``); a collector that cuts long lines cuts the
+    start off the next fragment (``pseek-v2-5-0-1`` for ``deepseek-v2-5-0-1``). Either way the
+    printed name and the true one end alike, and the pid is one the true host already has.
+    A printed host is repaired when exactly one other host of the log ends like it (or it ends
+    like that host), that host has a process with the same pid (and the device, when both say
+    one), and that host holds more of the log's records: damage is the exception, so the name
+    most lines print is the clean one.
+    """
+    weight: Counter[str] = Counter()
+    for recs in job._by_kind.values():
+        for rec in recs:
+            if rec.host is not None:
+                weight[rec.host] += 1
+    for summ in job.summaries.values():
+        for slot in summ.last:
+            if slot[1] is not None:
+                weight[slot[1]] += 1
+    for host, _pid in job.processes:
+        if host is not None:
+            weight[host] += 0
+    hosts = sorted(weight)
+    if len(hosts) < 2:
+        return {}
+    pids: dict[str, set[int | None]] = defaultdict(set)
+    for host, pid in job.processes:
+        if host is not None:
+            pids[host].add(pid)
+    out: dict[ProcessKey, str] = {}
+    for printed in hosts:
+        candidates = [
+            h
+            for h in hosts
+            if h != printed and _related(h, printed) and weight[h] > weight[printed]
+        ]
+        for pid in pids[printed]:
+            owners = [h for h in candidates if pid in pids[h]]
+            if len(owners) > 1:
+                devs = job.processes[(printed, pid)].devs
+                owners = [h for h in owners if devs and devs <= job.processes[(h, pid)].devs]
+            if len(owners) == 1:
+                out[(printed, pid)] = owners[0]
+    return out
+
+
+def _reconcile(job: Job) -> None:
+    """Put records whose envelope was damaged back on the process clean lines established, so
+    one node does not count as several hosts; each repair is kept in ``job.repairs``."""
+    moved = _damaged_hosts(job)
+    if not moved:
+        return
+    counts: Counter[ProcessKey] = Counter()
+    fixed: dict[int, Record] = {}
+
+    def fix(rec: Record) -> Record:
+        key: ProcessKey = (rec.host, rec.pid)
+        host = moved.get(key)
+        if host is None:
+            return rec
+        done = fixed.get(id(rec))
+        if done is None:
+            done = fixed[id(rec)] = dataclasses.replace(rec, host=host)
+            counts[key] += 1
+        return done
+
+    for kind, recs in job._by_kind.items():
+        job._by_kind[kind] = [fix(r) for r in recs]
+    for summ in job.summaries.values():
+        last: dict[SlotKey, Record] = {}
+        for slot, rec in summ.last.items():
+            host = moved.get((slot[1], slot[2]), slot[1])
+            new_slot: SlotKey = (slot[0], host, slot[2], slot[3])
+            rec = fix(rec)
+            held = last.get(new_slot)
+            if held is None or held.line < rec.line:
+                last[new_slot] = rec
+        summ.last = last
+    for chain in job.chains:
+        if chain.head is not None:
+            chain.head = fix(chain.head)
+        chain.frames = [cast(ReturnCode, fix(f)) for f in chain.frames]
+    for key, host in moved.items():
+        proc = job.processes.pop(key)
+        target = job.processes.setdefault((host, key[1]), Process(host, key[1]))
+        target.sources |= proc.sources
+        target.devs |= proc.devs
+        for name, setting in proc.env.items():
+            target.env.setdefault(name, cast(EnvSetting, fix(setting)))
+        printed = key[0]
+        assert printed is not None
+        job.repairs.append(
+            Repair(
+                printed,
+                host,
+                key[1],
+                max(counts[key], job.lines_per_process.pop(key, 0)),
+                job.first_seen.pop(key, ("", 0)),
+            )
+        )
+        job.lines_per_process[(host, key[1])] += job.repairs[-1].records
+    job.repairs.sort(key=lambda r: (r.first, r.printed))
 
 
 def _merge_thread_lines(bulks: list[Bulk], threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:

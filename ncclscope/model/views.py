@@ -19,6 +19,7 @@ connects lazily), the views are empty and say so through their ``known`` flags.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from functools import cached_property
 
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job, ThreadKey
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import CollCall, CommInit, CommSummary
 from ncclscope.model.records.topology import (
     Connection,
@@ -115,6 +116,9 @@ def comm_key(rec: CommInit) -> CommKey:
     return f"nranks={rec.nranks}"
 
 
+#: the start of an ``ncclCommInitRank`` line cut by a collector after its ``nranks`` field
+_CUT_INIT = re.compile(r"ncclCommInitRank comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+)\s")
+
 _NUM = re.compile(r"/\d+(\(\d+\))?")
 
 
@@ -195,6 +199,7 @@ class JobViews:
 
     job: Job
     _host_maps: dict[CommKey, dict[int, str]] = field(default_factory=dict, init=False, repr=False)
+    _salvaged: list[CommInit] = field(default_factory=list)
 
     @cached_property
     def communicators(self) -> dict[CommKey, Communicator]:
@@ -231,7 +236,57 @@ class JobViews:
                 ri.last_coll is None or call.op_count_hex > ri.last_coll.op_count_hex
             ):
                 ri.last_coll = call
+        self._salvage_cut_inits(by_ptr)
         return comms
+
+    def _salvage_cut_inits(
+        self, by_ptr: dict[tuple[str | None, int | None, str], RankInfo]
+    ) -> None:
+        """Cut ``ncclCommInitRank`` lines (a collector cut them, another writer's text follows)
+        put back on their rank. NCCL prints one START and one COMPLETE per rank and
+        communicator, so a cut line of a (host, pid, comm pointer) whose START is held and whose
+        COMPLETE is not is that COMPLETE (and the other way round): the rank finished init,
+        though no clean line says so. A cut line that fits no rank, or a rank that has both,
+        stays unrecognized."""
+        for rec in self.job.of(Unrecognized):
+            m = _CUT_INIT.match(rec.message)
+            if m is None:
+                continue
+            info = by_ptr.get((rec.host, rec.pid, m.group(1)))
+            if info is None or (info.rank, info.nranks) != (int(m.group(2)), int(m.group(3))):
+                continue
+            held = info.start or info.complete
+            if held is None or (info.start is not None and info.complete is not None):
+                continue
+            phase = "COMPLETE" if info.complete is None else "START"
+            if phase == "START" and not self.communicators_print_start:
+                continue
+            rebuilt = dataclasses.replace(
+                held,
+                source=rec.source,
+                line=rec.line,
+                text=rec.text,
+                tid=rec.tid,
+                timestamp=rec.timestamp,
+                prefix=rec.prefix,
+                phase=phase,
+            )
+            if phase == "COMPLETE":
+                info.complete = rebuilt
+            else:
+                info.start = rebuilt
+            self._salvaged.append(rebuilt)
+
+    @property
+    def salvaged(self) -> list[CommInit]:
+        """Init lines rebuilt from cut lines (see ``_salvage_cut_inits``)."""
+        _ = self.communicators
+        return self._salvaged
+
+    @cached_property
+    def communicators_print_start(self) -> bool:
+        """Whether this log's NCCL prints ``Init START`` (2.18.3+) at all."""
+        return any(r.phase.upper() == "START" for r in self.job.of(CommInit))
 
     @cached_property
     def _inits_by_thread(self) -> dict[ThreadKey, _ThreadInits]:
@@ -381,9 +436,44 @@ class JobViews:
 
     @cached_property
     def nranks(self) -> int | None:
+        """Ranks of the job: its largest communicator, or, when the job is several
+        communicators none of which spans it (tensor groups inside nodes and pipeline pairs
+        across them, as vLLM and Megatron build), the GPUs of every host added up. A host's
+        GPUs are its processes, or the ranks a communicator of that node had on it
+        (``localRanks``, or the size of a communicator that stayed inside the node) when Ray
+        folded or cut the lines of some processes."""
         sizes = [c.nranks for c in self.communicators.values()]
         sizes += [s.nranks for s in self.job.of(CommSummary)]
-        return max(sizes) if sizes else None
+        if not sizes:
+            return None
+        return max(max(sizes), sum(self.gpus_per_host.values()))
+
+    @cached_property
+    def gpus_per_host(self) -> dict[str, int]:
+        """The least number of GPUs each host used, from the log's evidence."""
+        out: Counter[str] = Counter()
+        # one GPU per process: a process's lines also print device 0 before it picks its GPU,
+        # so its set of devices overcounts; a process driving several GPUs shows as a
+        # communicator of that node
+        for host, _pid in self.job.processes:
+            if host is not None:
+                out[host] += 1
+        for s in self.job.of(CommSummary):
+            if s.host is not None:
+                out[s.host] = max(out[s.host], s.local_ranks)
+        for comm in self.communicators.values():
+            hosts = comm.hosts
+            single_node = len(hosts) == 1 and (
+                len(comm.ranks) == comm.nranks
+                or any(
+                    s.comm in {ri.comm_ptr for ri in comm.ranks.values()} and s.nnodes == 1
+                    for s in self.job.of(CommSummary)
+                )
+            )
+            if single_node:
+                (host,) = hosts
+                out[host] = max(out[host], comm.nranks)
+        return dict(out)
 
     def crosses_nodes(self, conn: Connection) -> bool | None:
         """Whether a connection joins ranks on different hosts: True/False when the model knows

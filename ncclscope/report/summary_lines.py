@@ -36,6 +36,8 @@ def summary_lines(d: Diagnosis) -> list[str]:
         lines.append("Communicators: " + "; ".join(f.describe() for f in families))
     if s.networks:
         lines.append("Network: " + ", ".join(s.networks))
+    for fabric in s.fabrics:
+        lines.append("Fabric: " + fabric)
     if s.interfaces:
         lines.append("Interfaces: " + _interfaces(s.interfaces))
     if s.ib_devices:

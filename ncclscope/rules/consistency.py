@@ -6,8 +6,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
+from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.topology import ChannelSummary, Connection
 from ncclscope.model.records.version_env import EnvSetting, VersionBanner
+from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
 # Settings that switch a transport or a path off, or force a choice NCCL would otherwise make from
@@ -26,6 +30,11 @@ _TRANSPORT_OFF = {
     "NCCL_NET_PLUGIN": "picks the network plugin library",
     "NCCL_TOPO_FILE": "replaces the detected topology with a file",
     "NCCL_GRAPH_FILE": "replaces the searched graphs with a file",
+    "NCCL_PXN_DISABLE": "turns off PXN (sending through a NIC of another GPU over NVLink)",
+    "NCCL_LL128_ENABLE": "turns the LL128 protocol on or off",
+    "NCCL_CUMEM_HOST_ENABLE": "switches cuMem host memory for proxies and SHM",
+    "NCCL_DMABUF_ENABLE": "switches DMA-BUF registration for GPU Direct RDMA",
+    "NCCL_MNNVL_ENABLE": "turns multi-node NVLink on or off",
 }
 _FORCED_CHOICE = {
     "NCCL_ALGO": "forces the collective algorithm",
@@ -47,15 +56,81 @@ _FORCED_CHOICE = {
     "NCCL_SOCKET_IFNAME": "chooses the bootstrap/socket interface",
     "NCCL_SOCKET_NTHREADS": "changes socket threads",
     "NCCL_NSOCKS_PERTHREAD": "changes sockets per thread",
+    "NCCL_TREE_THRESHOLD": "sets the size below which trees are used (removed in 2.5)",
+    "NCCL_LL_THRESHOLD": "sets the size below which LL is used (removed in 2.5)",
+    "NCCL_SINGLE_RING_THRESHOLD": "sets the size below which one ring is used (removed in 2.5)",
 }
+
+#: NCCL settings that only change what is logged or where: not overrides worth reporting
+_QUIET = frozenset(
+    {
+        "NCCL_DEBUG",
+        "NCCL_DEBUG_SUBSYS",
+        "NCCL_DEBUG_FILE",
+        "NCCL_DEBUG_TIMESTAMP_FORMAT",
+        "NCCL_DEBUG_TIMESTAMP_LEVELS",
+        "NCCL_WARN_ENABLE_DEBUG_INFO",
+        "NCCL_COMM_ID",
+        "NCCL_HOSTID",
+        "NCCL_LAUNCH_MODE",
+        "NCCL_ASYNC_ERROR_HANDLING",
+        "NCCL_BLOCKING_WAIT",
+    }
+)
+
+
+def _notable(name: str) -> bool:
+    """An NCCL setting that changes what NCCL builds (not its logging or dump files)."""
+    return (
+        name.startswith("NCCL_")
+        and name not in _QUIET
+        and "DUMP" not in name
+        and not name.startswith("NCCL_DEBUG")
+    )
+
+
+def _consequence(job: Job, name: str, value: str) -> tuple[str, list[Record]]:
+    """What the same log shows the setting did: the transports, channels or protocols NCCL
+    then built, with one line that shows it."""
+    v = views(job)
+    counts = v.transport_counts
+    conns: list[Connection] = job.of(Connection)
+    out: list[Record] = []
+    if name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL") and counts:
+        shm = [c for c in conns if c.transport is Transport.SHM]
+        if shm:
+            out += shm[:1]
+            return f" The log shows it: {len(shm)} connection(s) via SHM inside nodes.", out
+    if name in ("NCCL_IB_DISABLE", "NCCL_NET") and counts:
+        sock = [c for c in conns if (c.net_name or "").lower() == "socket"]
+        if sock:
+            out += sock[:1]
+            return f" The log shows it: {len(sock)} connection(s) via NET/Socket.", out
+    if name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE"):
+        chans = job.of(ChannelSummary)
+        if chans:
+            n = sorted({c.coll_channels for c in chans})
+            out += chans[:1]
+            return f" The log shows {', '.join(map(str, n))} collective channel(s).", out
+    if name == "NCCL_NET_GDR_LEVEL":
+        net = [c for c in conns if c.transport is Transport.NET]
+        plain = [c for c in net if "GDRDMA" not in c.transport_detail]
+        if net and plain:
+            out += plain[:1]
+            return f" {len(plain)} of {len(net)} NET connection(s) run without GDRDMA.", out
+    return "", out
 
 
 def _check_env_override(job: Job) -> Iterator[Finding]:
     """
     What it detects
         NCCL settings that the log says were set by the environment (or by /etc/nccl.conf,
-        ~/.nccl.conf, which NCCL reads into its environment) and that disable a transport, force a
-        path or algorithm, or change channel counts.
+        ~/.nccl.conf, which NCCL reads into its environment): those that disable a transport or a
+        feature (P2P, SHM, IB, GDR level, PXN, NVLS, CollNet, LL128, cuMem, DMA-BUF, MNNVL, a
+        topology or graph file) each with what the same log shows they did (SHM or socket
+        connections, the channel count, NET without GDRDMA), and every other NCCL override
+        (forced algorithm or protocol, channel caps, thresholds) in one list. Settings that only
+        change logging are left out.
 
     Why it matters
         An override silently changes what NCCL builds: ``NCCL_P2P_DISABLE=1`` turns NVLink into
@@ -72,7 +147,7 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
     """
     groups: dict[tuple[str, str], list[EnvSetting]] = defaultdict(list)
     for rec in job.of(EnvSetting):
-        if rec.name in _TRANSPORT_OFF or rec.name in _FORCED_CHOICE:
+        if _notable(rec.name):
             groups[(rec.name, rec.value)].append(rec)
     # A setting that switches a transport or path off gets a finding of its own; the overrides
     # that only tune a choice are listed together in one info finding, so a well-tuned job's
@@ -85,14 +160,18 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
             continue
         hosts = sorted({r.host for r in recs if r.host})
         where = f" on {len(hosts)} host(s)" if hosts else ""
+        shown, shown_ev = _consequence(job, name, value)
         yield ENV_OVERRIDE.finding(
-            f"{name}={value} set by environment{where}: it {_TRANSPORT_OFF[name]}.",
-            _one_per_host(recs),
+            f"{name}={value} set by environment{where}: it {_TRANSPORT_OFF[name]}.{shown}",
+            [*_one_per_host(recs), *shown_ev],
             remediation=f"Confirm {name}={value} is intended here; unset it (job environment, "
             "container image, /etc/nccl.conf, ~/.nccl.conf) if it is not.",
         )
     if tuned:
-        listed = "; ".join(f"{name}={value} ({_what(name, value)})" for name, value, _ in tuned)
+        listed = "; ".join(
+            f"{name}={value} ({_what(name, value)}{_consequence(job, name, value)[0].rstrip('.')})"
+            for name, value, _ in tuned
+        )
         yield ENV_OVERRIDE.finding(
             f"{len(tuned)} tuning override(s) set by environment: {listed}.",
             [recs[0] for _, _, recs in tuned],
@@ -183,7 +262,7 @@ def _on_hosts(recs: list[VersionBanner], shown: int = 4) -> str:
 def _what(name: str, value: str) -> str:
     if name.endswith("_DISABLE") and value == "0":
         return "explicitly 0: NCCL's default, nothing disabled"
-    return _FORCED_CHOICE.get(name) or _TRANSPORT_OFF[name]
+    return _FORCED_CHOICE.get(name) or _TRANSPORT_OFF.get(name) or "changes an NCCL default"
 
 
 def _one_per_host(recs: list[EnvSetting]) -> list[EnvSetting]:

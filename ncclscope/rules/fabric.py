@@ -26,6 +26,7 @@ from ncclscope.model.records.init import (
     BootstrapRootError,
     BootstrapUnexpectedConnections,
     CallFailed,
+    CommInit,
     CommSummary,
     CudaFailure,
     CudaLibraryError,
@@ -39,6 +40,7 @@ from ncclscope.model.records.init import (
     ShmError,
 )
 from ncclscope.model.records.net import (
+    BootstrapInterfaces,
     GdrHca,
     GdrPath,
     IbAsyncEvent,
@@ -50,6 +52,7 @@ from ncclscope.model.records.net import (
     IbSizeMismatch,
     Mlx5CallFailed,
     NetPluginError,
+    NoInterfaceFound,
     SocketConnectFailed,
     SocketConnectGiveUp,
     SocketConnectRetry,
@@ -60,6 +63,7 @@ from ncclscope.model.records.net import (
     TcpxTimeout,
 )
 from ncclscope.model.records.topology import Connection, NvlsBindFailed
+from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
@@ -1081,6 +1085,11 @@ def _check_socket_connect(job: Job) -> Iterator[Finding]:
 # --- remote errors --------------------------------------------------------------------------------
 
 
+#: NCCL's bootstrap failures as frameworks quote them (``Last error: Bootstrap : no socket
+#: interface found``, ``bootstrap.cc:… -> 3``)
+_BOOTSTRAP_TEXT = re.compile(r"\bbootstrap\b|no socket interface found|before magic", re.I)
+
+
 def _is_remote_text(text: str | None) -> bool:
     t = (text or "").lower()
     return "remote process exited" in t or "ncclremoteerror" in t or "remote error" in t
@@ -1211,7 +1220,12 @@ def _category(rec: Record, chain: ErrorChain | None) -> Category | None:
     if _shm_located(rec) or _shm_space(rec):
         return Category.SHM_ISSUE
     if isinstance(rec, CallFailed):
-        return Category.IB_ERROR if rec.call.startswith("ibv_") else None
+        if rec.call.startswith("ibv_"):
+            return Category.IB_ERROR
+        # a socket call that failed on its way up through bootstrap: the job never formed
+        if chain is not None and _frames_through(chain, "bootstrap."):
+            return Category.BOOTSTRAP_FAILURE
+        return None
     if isinstance(rec, (FrameworkError, NcclError, NcclLastError, NcclTestsFailure)):
         text = " ".join(
             str(getattr(rec, f, "") or "")
@@ -1219,6 +1233,8 @@ def _category(rec: Record, chain: ErrorChain | None) -> Category | None:
         )
         if _is_oom_text(text):
             return Category.OOM
+        if _BOOTSTRAP_TEXT.search(text):
+            return Category.BOOTSTRAP_FAILURE
         if _is_remote_text(text):
             return Category.REMOTE_ERROR
         if "cuda" in text.lower():
@@ -1431,6 +1447,147 @@ def _kind_label(err: _Error) -> str:
     return rec.KIND.replace("_", " ")
 
 
+# --- cuMem host memory ---------------------------------------------------------------------------
+
+
+def _check_cumem_host(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        The failures of host memory shared through cuMem (NCCL 2.26.3+, ``NCCL_CUMEM_HOST_ENABLE``):
+        ``Error while attaching to shared memory segment /dev/shm/nccl-<garbage> (size 0)``, a rank
+        that read a peer's cuMem handle as a /dev/shm name because the two probed cuMem host
+        support differently (NVIDIA/nccl #2190); and ``Cuda failure 217 'peer access is not
+        supported between these two devices'`` raised in ``transport/shm.cc``, where importing cuMem
+        host memory needs peer access the GPUs lack (NVIDIA/nccl #1838).
+
+    Why it matters
+        The shared-memory transport between processes of one node cannot be set up: init fails
+        with ``unhandled system error`` or hangs on the ranks that did attach, although /dev/shm
+        is large and the job ran with older NCCL.
+
+    Evidence it needs
+        The WARN lines (default-visible).
+
+    What to do
+        Set ``NCCL_CUMEM_HOST_ENABLE=0`` (SHM falls back to /dev/shm segments; collectives are
+        unaffected), or update NCCL (peers agree on the buffer kind) and the driver; a size-0
+        attach error is not a /dev/shm size problem.
+    """
+    garbled = [
+        r for r in job.of(ShmError) if (r.operation or "").startswith("attach") and r.size == 0
+    ]
+    no_peer = [
+        r
+        for r in job.of(CudaFailure)
+        if (r.cuda_code == 217 or "peer access is not supported" in (r.error or ""))
+        and "shm" in (r.src_file or r.code_location or "")
+    ]
+    setting = [r for r in job.of(EnvSetting) if r.name == "NCCL_CUMEM_HOST_ENABLE"][:1]
+    v = views(job)
+    if garbled:
+        yield CUMEM_HOST.finding(
+            f"{len(garbled)} rank(s) on {len({r.host for r in garbled})} host(s) tried to attach a "
+            "/dev/shm segment of size 0 with a garbled name: a peer sent a cuMem host handle that "
+            "this rank read as a /dev/shm name, because the ranks' cuMem host probes disagreed "
+            "(NCCL 2.26.3+).",
+            [*garbled[:2], *setting],
+            rank_of=v.rank_of,
+        )
+    if no_peer:
+        yield CUMEM_HOST.finding(
+            f"The shared-memory transport failed with 'peer access is not supported' on "
+            f"{len({r.host for r in no_peer})} host(s): importing cuMem host memory needs peer "
+            "access between the GPUs, which they lack.",
+            [*no_peer[:2], *setting],
+            rank_of=v.rank_of,
+        )
+
+
+# --- bootstrap versus mid-run --------------------------------------------------------------------
+
+
+def _in_bootstrap(err: _Error) -> bool:
+    rec = err.rec
+    if err.category is Category.BOOTSTRAP_FAILURE or isinstance(rec, NoInterfaceFound):
+        return True
+    if err.chain is not None and _frames_through(err.chain, "bootstrap."):
+        return True
+    return bool(_BOOTSTRAP_TEXT.search(rec.text))
+
+
+def _check_never_formed(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Errors raised while the job was still forming: a failure on its way up through NCCL's
+        bootstrap (an error chain through ``bootstrap.cc``, ``Bootstrap : no socket interface
+        found``, a connect to the root refused or timed out, ``peer closed connection before
+        magic``, NCCL's last error quoting bootstrap in a framework exception) printed by a
+        process that had not completed a communicator's init (no ``Init COMPLETE`` of its own
+        before the error). Errors of processes that completed init are mid-run failures and are
+        left to the other rules.
+
+    Why it matters
+        A job that never formed failed on the path between its hosts: the interface NCCL
+        bootstraps on, the root's address and port, a firewall, a rank that never started. Its
+        ``remote error``/``connection closed`` lines are consequences, not a crash elsewhere,
+        and nothing about NVLink, IB transports or collectives is in play yet.
+
+    Evidence it needs
+        The error lines (default-visible WARNs, return-code frames, framework exceptions) and the
+        ``Init COMPLETE`` lines (INFO) that tell formed processes apart; the bootstrap interface
+        and ``NCCL_SOCKET_IFNAME`` when printed.
+
+    What to do
+        Fix the rendezvous before anything else: an interface every host can reach
+        (``NCCL_SOCKET_IFNAME``, not lo, docker0 or a link-local address), ``MASTER_ADDR`` /
+        ``NCCL_COMM_ID`` naming the root's routable address, the port open between hosts, and
+        every rank started (a rank that died before init leaves the others waiting).
+    """
+    errors = _errors(job)
+    boot = [e for e in errors if _in_bootstrap(e)]
+    if not boot:
+        return
+    formed: dict[tuple[str, str | None, int | None], int] = {}
+    for rec in job.of(CommInit):
+        if rec.phase.upper() != "START":
+            key = (rec.source, rec.host, rec.pid)
+            formed[key] = min(formed.get(key, rec.line), rec.line)
+    early = [
+        e
+        for e in boot
+        if (e.rec.source, e.rec.host, e.rec.pid) not in formed
+        or formed[(e.rec.source, e.rec.host, e.rec.pid)] > e.rec.line
+    ]
+    if not early:
+        return
+    v = views(job)
+    first = next((e for e in early if not e.consequence), early[0])
+    hosts = sorted({e.rec.host for e in early if e.rec.host})
+    procs = {(e.rec.host, e.rec.pid) for e in early if e.rec.pid is not None}
+    later = [e for e in errors if e not in early]
+    where = f" on {len(hosts)} host(s) ({', '.join(hosts[:4])})" if hosts else ""
+    iface = [
+        r for r in job.of(BootstrapInterfaces) if r.interfaces and (not hosts or r.host in hosts)
+    ][:1]
+    ifname = [r for r in job.of(EnvSetting) if r.name == "NCCL_SOCKET_IFNAME"][:1]
+    said = ""
+    if iface:
+        i = iface[0].interfaces[0]
+        said = f" Bootstrap interface: {i.name} {i.address}."
+    if ifname:
+        said += f" NCCL_SOCKET_IFNAME={ifname[0].value}."
+    formed_any = bool(formed)
+    yield NEVER_FORMED.finding(
+        f"{len(early)} error(s) from {len(procs) or 'some'} process(es){where} came while "
+        f"{'their communicator' if formed_any else 'the job'} was still forming (bootstrap), "
+        f"before any Init COMPLETE of theirs; first: {_label(first)}.{said}"
+        + (f" {len(later)} later error(s) are not part of it." if later else "")
+        + " Remote or closed-connection errors around them are consequences.",
+        [first.rec, *[e.rec for e in early if e is not first][:2], *iface, *ifname],
+        rank_of=v.rank_of,
+    )
+
+
 # --- the rules ------------------------------------------------------------------------------------
 
 IB_COMPLETION = Rule(
@@ -1602,6 +1759,45 @@ SOCKET_CONNECT = Rule(
     incident="https://github.com/NVIDIA/nccl/issues/975",
 )
 
+NEVER_FORMED = Rule(
+    id="BOOT003",
+    name="failed-while-forming",
+    category=Category.BOOTSTRAP_FAILURE,
+    severity=Severity.ERROR,
+    reads=(
+        CommInit,
+        ReturnCode,
+        CallFailed,
+        NoInterfaceFound,
+        SocketConnectFailed,
+        SocketConnectGiveUp,
+        NcclLastError,
+        NcclError,
+        FrameworkError,
+        BootstrapInterfaces,
+        EnvSetting,
+    ),
+    remediation="Fix the rendezvous first: NCCL_SOCKET_IFNAME naming an interface every host "
+    "reaches (not lo, docker0 or link-local), MASTER_ADDR / NCCL_COMM_ID with the root's "
+    "routable address, the port open between hosts, every rank started.",
+    check=_check_never_formed,
+    settings=("NCCL_SOCKET_IFNAME", "NCCL_COMM_ID", "NCCL_SOCKET_FAMILY"),
+    incident="https://github.com/horovod/horovod/issues/584",
+)
+
+CUMEM_HOST = Rule(
+    id="SHM003",
+    name="cumem-host-shm-failed",
+    category=Category.SHM_ISSUE,
+    severity=Severity.ERROR,
+    reads=(ShmError, CudaFailure, EnvSetting),
+    remediation="Set NCCL_CUMEM_HOST_ENABLE=0 (SHM falls back to /dev/shm segments), or update "
+    "NCCL and the driver; this is not a /dev/shm size problem.",
+    check=_check_cumem_host,
+    settings=("NCCL_CUMEM_HOST_ENABLE", "NCCL_CUMEM_ENABLE"),
+    incident="https://github.com/NVIDIA/nccl/issues/2190",
+)
+
 SHM_SPACE = Rule(
     id="SHM001",
     name="dev-shm-too-small",
@@ -1641,6 +1837,8 @@ RULES = (
     FIRST_ERROR,
     BOOTSTRAP_ROOT,
     SOCKET_CONNECT,
+    NEVER_FORMED,
     SHM_SPACE,
     SHM_OTHER,
+    CUMEM_HOST,
 )

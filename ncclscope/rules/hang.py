@@ -3,13 +3,20 @@ init, ranks whose last collective lags the others; and NCCL's own HINT lines."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator
+from datetime import datetime
 
 from ncclscope.model.enums import NcclResult
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
-from ncclscope.model.records.foreign import FrameworkError, NcclError, WatchdogTimeout
+from ncclscope.model.records.foreign import (
+    FrameworkError,
+    JobKilled,
+    NcclError,
+    WatchdogTimeout,
+)
 from ncclscope.model.records.init import (
     CollCall,
     CommInit,
@@ -331,6 +338,177 @@ def _check_slow_init_host(job: Job) -> Iterator[Finding]:
     )
 
 
+#: a wall-clock stamp as launchers, collectors and frameworks print one
+_STAMP = re.compile(r"(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)")
+
+#: silence before a kill that says the job hung rather than ran out of time while working
+_HUNG_GAP_S = 300
+
+
+def _stamps(text: str | None) -> list[datetime]:
+    out: list[datetime] = []
+    for day, clock in _STAMP.findall(text or ""):
+        try:
+            out.append(datetime.fromisoformat(f"{day}T{clock}"))
+        except ValueError:
+            continue
+    return out
+
+
+def _why_killed(rec: JobKilled) -> str:
+    if rec.launcher == "slurm":
+        cause = (rec.cause or "").lower()
+        what = f"Slurm cancelled {rec.unit.lower() if rec.unit else 'the job'} {rec.job_id}"
+        return what + (f" on {rec.node} because of its {cause}" if cause else f" on {rec.node}")
+    if rec.launcher == "srun":
+        return f"srun: task(s) {rec.tasks} on {rec.node}: {rec.outcome}"
+    if rec.launcher == "mpirun":
+        return f"rank {rec.rank} (pid {rec.kill_pid}) on {rec.node} died of signal {rec.signal} {rec.outcome}"
+    code = rec.exit_code if rec.exit_code is not None else 0
+    how = f"signal {-code}" if code < 0 else f"exit code {code}"
+    return f"torchrun: local rank {rec.rank} (pid {rec.kill_pid}) ended with {how}"
+
+
+def _check_job_killed(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        A scheduler or launcher ending the job: Slurm ``*** STEP|JOB … CANCELLED AT … [DUE TO
+        TIME LIMIT|NODE FAILURE|PREEMPTION] ***``, ``srun: error: <node>: tasks …: Killed|Out Of
+        Memory|Exited with exit code N``, ``mpirun noticed that process rank N … exited on
+        signal S``, torchrun's ``failed (exitcode: -9) local_rank: …``. It says where the ranks
+        stopped when the log shows it (their last collective, ranks still in init) and, when the
+        kill line carries timestamps, how long the job had been silent before the kill.
+
+    Why it matters
+        A job killed at its time limit after a long silence hung (in a collective, a barrier, or
+        at exit) rather than ran slowly; one killed by signal 9 with no NCCL error was usually
+        taken by the kernel's OOM killer or the scheduler's memory limit; a node failure or
+        preemption is not the job's fault. Each points somewhere else than NCCL's own errors.
+
+    Evidence it needs
+        The scheduler's or launcher's line (stdout/stderr of the job), and, for where ranks
+        stopped, NCCL's ``Init COMPLETE`` and collective lines (INFO, COLL).
+
+    What to do
+        For a time limit after silence: find the rank that is behind (last collective per rank,
+        py-spy dump of the hung processes) and set a collective timeout so the job fails fast;
+        for signal 9: check dmesg/``sacct -o MaxRSS`` for the OOM killer and the job's memory
+        limit; for node failure or preemption: resubmit, and drain the node if it repeats.
+    """
+    kills = job.of(JobKilled)
+    if not kills:
+        return
+    v = views(job)
+    first = kills[0]
+    whys = list(dict.fromkeys(_why_killed(k) for k in kills))
+    msg = "The job was ended from outside NCCL: " + "; ".join(whys[:3])
+    if len(whys) > 3:
+        msg += f" (and {len(whys) - 3} more)"
+    msg += "."
+    timed = [k for k in kills if k.at]
+    for k in timed:
+        at = _stamps(k.at)
+        earlier = [t for t in _stamps(k.prefix) if at and t < at[0]]
+        earlier += [t for r in job.all_records() if r.line < k.line for t in _stamps(r.timestamp)]
+        if at and earlier:
+            gap = (at[0] - max(earlier)).total_seconds()
+            if gap >= _HUNG_GAP_S:
+                msg += (
+                    f" Nothing was printed for {gap / 60:.0f} min before the kill (last stamp "
+                    f"{max(earlier):%Y-%m-%d %H:%M:%S}): the job hung, it did not run out of "
+                    "time while working."
+                )
+            break
+    stuck = [ri for c in v.communicators.values() for ri in c.stuck_in_init]
+    if stuck:
+        msg += f" {len(stuck)} rank(s) were still in communicator init."
+    lasts = [ri for c in v.communicators.values() for ri in c.ranks.values() if ri.last_coll]
+    if lasts:
+        counts = sorted({ri.last_coll.op_count_hex for ri in lasts if ri.last_coll is not None})
+        if len(counts) > 1:
+            behind = [ri for ri in lasts if ri.last_coll and ri.last_coll.op_count_hex == counts[0]]
+            msg += (
+                f" Ranks stopped at different collectives: rank(s) "
+                f"{_ranges(sorted(ri.rank for ri in behind))} at opCount {counts[0]}, others up "
+                f"to {counts[-1]}."
+            )
+    signal9 = any(k.signal == 9 or k.exit_code == -9 for k in kills)
+    cause = (first.cause or "").upper()
+    severity = Severity.ERROR
+    if cause in ("NODE FAILURE", "PREEMPTION"):
+        severity = Severity.WARNING
+    remediation = None
+    if signal9 or any("memory" in (k.outcome or "").lower() for k in kills):
+        remediation = (
+            "Signal 9 without an NCCL error is usually the OOM killer or the scheduler's memory "
+            "limit: check dmesg and sacct -o MaxRSS, lower host memory use (data loader workers, "
+            "pinned memory) or raise the limit."
+        )
+    yield JOB_KILLED.finding(msg, kills[:3], severity=severity, remediation=remediation)
+
+
+#: seconds of one communicator init above which it is slow (healthy inits take 0.1-5 s even on
+#: 16-rank multi-node jobs of the corpus; NVIDIA/nccl #1646 reports 55 s)
+_SLOW_INIT_S = 10.0
+
+_PHASE_WHY = {
+    "kernels": "loading NCCL's GPU kernels (CUDA module loading: an old driver, no persistence "
+    "mode, CUDA_MODULE_LOADING=EAGER, or a GPU the build has no SASS for, so PTX is JIT-compiled)",
+    "bootstrap": "the bootstrap exchange: it waits for the slowest rank to arrive, so a rank that "
+    "started late or a slow OOB interface shows here",
+    "topo": "topology detection (sysfs and NVML reads; slow in VMs and some containers)",
+    "connections": "connecting peers (IB queue pairs, proxies, many channels or peers)",
+    "alloc": "allocating NCCL's buffers",
+    "allgathers": "the init allgathers between ranks",
+    "graphs": "the graph search",
+    "rest": "the rest of init",
+}
+
+
+def _check_slow_init(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        ``Init timings - ncclCommInitRank…: rank R nranks N total T (kernels …, bootstrap …,
+        topo …, connections …)`` (2.22+) with a total of 10 s or more, and which phase took the
+        time.
+
+    Why it matters
+        A healthy communicator init takes well under a few seconds; tens of seconds per
+        communicator multiply by the communicators a framework creates and by every restart.
+        The slow phase points at the cause: kernels (CUDA module loading, NVIDIA/nccl #1646),
+        bootstrap (a rank that arrived late, a slow OOB interface), topo (sysfs in VMs),
+        connections (IB setup).
+
+    Evidence it needs
+        The ``Init timings`` lines (INIT, 2.22+).
+
+    What to do
+        For kernels: enable persistence mode, keep CUDA_MODULE_LOADING=LAZY, use an NCCL built
+        for the GPU's architecture and a current driver. For bootstrap: start ranks together and
+        use a fast NCCL_SOCKET_IFNAME. For topo: give NCCL_TOPO_FILE in VMs. For connections:
+        check the IB fabric and the channel count.
+    """
+    timings = job.of(InitTimings)
+    slow = [t for t in timings if t.total >= _SLOW_INIT_S]
+    if not slow:
+        return
+    worst = max(slow, key=lambda t: t.total)
+    phases = {
+        name: getattr(worst, name) or 0.0
+        for name in ("kernels", "alloc", "bootstrap", "allgathers", "topo", "graphs", "connections")
+    }
+    phase, secs = max(phases.items(), key=lambda kv: kv[1])
+    hosts = sorted({t.host for t in slow if t.host})
+    yield SLOW_INIT.finding(
+        f"{len(slow)} of {len(timings)} communicator init(s) took {_SLOW_INIT_S:.0f} s or more"
+        + (f" on {len(hosts)} host(s)" if hosts else "")
+        + f"; the slowest, rank {worst.rank} of {worst.nranks}, {worst.total:.1f} s, of which "
+        f"{phase} {secs:.1f} s: {_PHASE_WHY[phase]}.",
+        [worst, *[t for t in slow if t is not worst][:2]],
+        rank_of=views(job).rank_of,
+    )
+
+
 WATCHDOG = Rule(
     id="HANG001",
     name="collective-timeout",
@@ -392,4 +570,40 @@ NCCL_HINT = Rule(
     check=_check_hints,
 )
 
-RULES = (WATCHDOG, STUCK_IN_INIT, COLLECTIVE_LAG, SLOW_INIT_HOST, NCCL_HINT)
+JOB_KILLED = Rule(
+    id="HANG006",
+    name="job-killed-by-scheduler",
+    category=Category.TIMEOUT_HANG,
+    severity=Severity.ERROR,
+    reads=(JobKilled, CommInit, CollCall),
+    remediation="A time limit after silence is a hang: find the rank that is behind (last "
+    "collective per rank, py-spy dump) and set a collective timeout so the job fails fast; signal 9 "
+    "is usually the OOM killer (dmesg, sacct MaxRSS); resubmit after node failure or preemption.",
+    check=_check_job_killed,
+    settings=("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_DEBUG"),
+    incident="https://github.com/NVIDIA-NeMo/Megatron-Bridge/issues/1500",
+)
+
+SLOW_INIT = Rule(
+    id="HANG005",
+    name="slow-communicator-init",
+    category=Category.TIMEOUT_HANG,
+    severity=Severity.WARNING,
+    reads=(InitTimings,),
+    remediation="Fix the slow phase: kernels (persistence mode, CUDA_MODULE_LOADING=LAZY, an NCCL "
+    "built for this GPU), bootstrap (ranks started together, a fast NCCL_SOCKET_IFNAME), topo "
+    "(NCCL_TOPO_FILE in VMs), connections (IB fabric, channel count).",
+    check=_check_slow_init,
+    settings=("CUDA_MODULE_LOADING", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE"),
+    incident="https://github.com/NVIDIA/nccl/issues/1646",
+)
+
+RULES = (
+    WATCHDOG,
+    STUCK_IN_INIT,
+    COLLECTIVE_LAG,
+    SLOW_INIT_HOST,
+    NCCL_HINT,
+    SLOW_INIT,
+    JOB_KILLED,
+)

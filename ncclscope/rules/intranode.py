@@ -1101,7 +1101,9 @@ def _check_driver_older_than_cuda(job: Job) -> Iterator[Finding]:
     """
     What it detects
         A CUDA driver older than the CUDA NCCL was compiled against, from the same process:
-        ``cudaDriverVersion 12020`` with ``NCCL version 2.21.5+cuda12.4``.
+        ``cudaDriverVersion 12020`` with ``NCCL version 2.21.5+cuda12.4``; and CUDA itself saying
+        so: ``Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'``
+        (cudaErrorInsufficientDriver, 35), with the driver's version when the log prints it.
 
     Why it matters
         A driver older than the toolkit relies on CUDA minor-version compatibility: kernels
@@ -1110,7 +1112,8 @@ def _check_driver_older_than_cuda(job: Job) -> Iterator[Finding]:
         CUDA errors. A major-version gap (driver 11.x, NCCL for CUDA 12) does not work at all.
 
     Evidence it needs
-        ``cudaDriverVersion N`` (2.12+) and the ``NCCL version X+cudaY`` banner of one process.
+        ``cudaDriverVersion N`` (2.12+) and the ``NCCL version X+cudaY`` banner of one process,
+        or the CUDA failure line (a default-visible WARN).
 
     What to do
         Upgrade the NVIDIA driver to one that supports the CUDA version of the NCCL/PyTorch
@@ -1120,6 +1123,23 @@ def _check_driver_older_than_cuda(job: Job) -> Iterator[Finding]:
     drivers: dict[tuple[str | None, int | None], CudaDriverVersion] = {}
     for d in job.of(CudaDriverVersion):
         drivers.setdefault((d.host, d.pid), d)
+    insufficient = [
+        r
+        for r in job.of(CudaFailure)
+        if r.cuda_code == 35 or "driver version is insufficient" in (r.error or "").lower()
+    ]
+    if insufficient:
+        known = sorted({_cuda_text(d.cuda_driver) for d in drivers.values()})
+        yield DRIVER_OLDER.finding(
+            f"CUDA refused to start: the driver is too old for the CUDA runtime in use "
+            f"({len(insufficient)} line(s) on {len({r.host for r in insufficient})} host(s))"
+            + (f"; the driver supports CUDA {', '.join(known)}." if known else ".")
+            + " No NCCL call can work until driver and runtime match.",
+            [*insufficient[:2], *list(drivers.values())[:1]],
+            severity=Severity.ERROR,
+            rank_of=views(job).rank_of,
+        )
+        return
     if not drivers:
         return
     found: list[tuple[CudaDriverVersion, VersionBanner, int]] = []
@@ -1350,7 +1370,7 @@ DRIVER_OLDER = Rule(
     name="cuda-driver-older-than-nccl-cuda",
     category=Category.VERSION_MISMATCH,
     severity=Severity.WARNING,
-    reads=(CudaDriverVersion, VersionBanner),
+    reads=(CudaDriverVersion, VersionBanner, CudaFailure),
     remediation="Upgrade the NVIDIA driver, or use an NCCL build for the CUDA version the driver "
     "supports.",
     check=_check_driver_older_than_cuda,

@@ -9,9 +9,11 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
+from ncclscope.model.compare import Outlier
 from ncclscope.model.enums import Level, NcclResult, Transport
+from ncclscope.model.fabric import Fabric, HostFabric, fabric_of_hosts, host_fabrics
 from ncclscope.model.job import Job
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.foreign import LibfabricLog, OfiLog
 from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
@@ -24,13 +26,18 @@ from ncclscope.model.records.net import (
     IbNoDevice,
     IbQpInfo,
     IbVirtualDevice,
+    InterfaceSpeed,
     LibraryOpenFailed,
+    NetComponentMessage,
     NetInterface,
+    NetPluginEnvSet,
     NetPluginError,
     NetPluginMessage,
     NetPluginProviderNotFound,
+    NetPluginVersion,
     NetworkNotFound,
     NoInterfaceFound,
+    OfiProviderSelected,
     PluginEnvName,
     PluginInitFailed,
     PluginLoaded,
@@ -45,7 +52,12 @@ from ncclscope.model.records.net import (
     TcpxTimeout,
     UsingNetwork,
 )
-from ncclscope.model.records.topology import Connection, GraphChannel, GraphPattern
+from ncclscope.model.records.topology import (
+    CollnetUnsupported,
+    Connection,
+    GraphChannel,
+    GraphPattern,
+)
 from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
@@ -135,6 +147,20 @@ def _lo_by_default(job: Job) -> bool:
         return False
     return not any(
         "lo" in r.value.lstrip("^=").split(",") for r in _setting(job, "NCCL_SOCKET_IFNAME")
+    )
+
+
+def _plugin_fabric(job: Job, hosts: list[str]) -> Fabric | None:
+    """The fabric these hosts share when it is one NCCL reaches only through a net plugin
+    (Slingshot, EFA, TCPX/TCPXO): there, IB lines that find nothing are expected."""
+    fabric = fabric_of_hosts(job, hosts or sorted(host_fabrics(job)))
+    return fabric if fabric is not None and fabric.needs_plugin else None
+
+
+def _fabric_note(fabric: Fabric) -> str:
+    return (
+        f" These hosts are on {fabric.value}, whose NICs are no verbs devices: NCCL's IB transport "
+        "finding nothing is expected there; what is missing is the fabric's net plugin."
     )
 
 
@@ -258,21 +284,27 @@ def _check_socket_network(job: Job) -> Iterator[Finding]:
     evidence += _first_per_host(using or lists, limit=2)
     evidence += (crossing or conns)[:1]
     evidence += multi_ev[:1]
+    fabric = fabric_of_hosts(job, hosts)
+    on = f" The hosts' fabric is {fabric.value}." if fabric is not None else ""
+    fix = fabric.fix if fabric is not None and fabric is not Fabric.ETHERNET else None
     if multi:
         nconn = f"; {len(conns)} connection line(s) via NET/Socket" if conns else ""
         yield SOCKET_NETWORK.finding(
-            f"Inter-node traffic goes over TCP sockets{where} ({how}){nconn}. Why: {cause_text}.",
+            f"Inter-node traffic goes over TCP sockets{where} ({how}){nconn}. Why: {cause_text}."
+            + on,
             evidence,
             rank_of=view.rank_of,
+            remediation=fix,
         )
     else:
         yield SOCKET_NETWORK.finding(
             f"NCCL chose the Socket network{where} ({cause_text}). The log shows one node only: "
             "harmless for a single-node job, but a multi-node run would send its inter-node data "
-            "over TCP.",
+            "over TCP." + on,
             evidence,
             severity=Severity.INFO,
             rank_of=view.rank_of,
+            remediation=fix,
         )
 
 
@@ -484,12 +516,15 @@ def _check_ib_no_device(job: Job) -> Iterator[Finding]:
         hint = f"; NCCL_IB_HCA={hca[0].value} may filter every port out" if hca else ""
         sev = Severity.WARNING if multi else Severity.INFO
         scope = f"a multi-node job ({how})" if multi else "this log shows a single node"
+        fabric = _plugin_fabric(job, hosts)
         yield IB_NO_DEVICE.finding(
             f"NET/IB found no usable IB/RoCE device on {len(hosts)} host(s) "
-            f"({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''}); {scope}{hint}.",
+            f"({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''}); {scope}{hint}."
+            + (_fabric_note(fabric) if fabric is not None else ""),
             [*_first_per_host(recs, limit=3), *hca[:1], *multi_ev[:1]],
-            severity=sev,
+            severity=Severity.INFO if fabric is not None else sev,
             rank_of=view.rank_of,
+            remediation=fabric.fix if fabric is not None else None,
         )
     if errors:
         devs = sorted({r.device for r in errors})
@@ -537,11 +572,13 @@ def _check_libibverbs_missing(job: Job) -> Iterator[Finding]:
             f"libibverbs could not be loaded on {len(hosts)} host(s): IB/RoCE is unavailable. "
             "Benign on a single-node job; a multi-node run would use TCP sockets."
         )
+    fabric = _plugin_fabric(job, hosts)
     yield LIBIBVERBS_MISSING.finding(
-        msg,
+        msg + (_fabric_note(fabric) if fabric is not None else ""),
         [*_first_per_host(recs, limit=3), *multi_ev[:1]],
-        severity=Severity.WARNING if multi else Severity.INFO,
+        severity=Severity.INFO if fabric is not None or not multi else Severity.WARNING,
         rank_of=views(job).rank_of,
+        remediation=fabric.fix if fabric is not None else None,
     )
 
 
@@ -655,12 +692,15 @@ def _check_plugin_failed(job: Job) -> Iterator[Finding]:
         name = requested[0].value if isinstance(requested[0], EnvSetting) else ""
         if isinstance(requested[0], PluginEnvName):
             name = requested[0].plugin_name
+        fabric = _plugin_fabric(job, _hosts(not_found))
         yield PLUGIN_FAILED.finding(
             f"Network plugin {name!r} was requested but not found on "
-            f"{len(_hosts(not_found))} host(s): NCCL uses its internal IB/Socket transport.",
+            f"{len(_hosts(not_found))} host(s): NCCL uses its internal IB/Socket transport."
+            + (f" The hosts' fabric is {fabric.value}." if fabric is not None else ""),
             [requested[0], *_first_per_host(not_found)],
             severity=Severity.WARNING,
             rank_of=view.rank_of,
+            remediation=fabric.fix if fabric is not None else None,
         )
 
 
@@ -1172,6 +1212,272 @@ def _check_no_interface(job: Job) -> Iterator[Finding]:
     )
 
 
+# --- fabric ---------------------------------------------------------------------------------
+
+
+def _check_fabric_plugin_not_loaded(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        A host whose fabric NCCL reaches only through an external net plugin (HPE Slingshot:
+        ``hsn*`` interfaces or the libfabric ``cxi`` provider; AWS EFA: ``rdmap*``/``efa``
+        devices, the efa provider, an EC2 platform aws-ofi-nccl recognised; GCP GPUDirect-TCPX
+        and TCPXO) while NCCL printed only its internal networks there (``Using network Socket``
+        or ``IB``).
+
+    Why it matters
+        Those NICs are no verbs devices, so NCCL's own IB transport finds nothing and the job's
+        data goes over TCP sockets on the same NICs at a fraction of their speed (or over a
+        management Ethernet). ``NET/IB : No device found`` on such a host is expected; the real
+        fault is that the plugin (aws-ofi-nccl, the TCPX/FasTrak plugin) was not installed, not
+        on the library path, or failed to find its provider.
+
+    Evidence it needs
+        The host's interface, device, provider or plugin lines that show the fabric, and its
+        ``Using network`` line (INIT/NET). Hosts that print no ``Using network`` line are not
+        judged. Multi-node evidence raises the severity to error.
+
+    What to do
+        Install and load the fabric's plugin: on Slingshot aws-ofi-nccl (or aws-ofi-rccl)
+        built against the system libfabric with ``FI_PROVIDER=cxi``; on EFA aws-ofi-nccl with
+        the EFA devices exposed; on GCP the TCPX/TCPXO plugin and its RxDM sidecar. Then check
+        that the log says ``Using network AWS Libfabric`` (``GPUDirectTCPX``, ``FasTrak``).
+    """
+    missing: dict[Fabric, list[HostFabric]] = defaultdict(list)
+    for hf in host_fabrics(job).values():
+        fabric = hf.fabric
+        if fabric is not None and hf.plugin_missing:
+            missing[fabric].append(hf)
+    if not missing:
+        return
+    multi, multi_ev, how = _multi_node(job)
+    view = views(job)
+    for fabric, hfs in sorted(missing.items()):
+        hosts = sorted(hf.host for hf in hfs)
+        nets = sorted({n for hf in hfs for n in hf.networks})
+        evidence: list[Record] = [*hfs[0].evidence[:1]]
+        for hf in hfs[:2]:
+            for net in nets:
+                evidence += hf.networks.get(net, [])[:1]
+        scope = f"a multi-node job ({how})" if multi else "the log shows one node"
+        yield FABRIC_PLUGIN.finding(
+            f"{len(hosts)} host(s) ({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''}) "
+            f"are on {hfs[0].describe()}, but NCCL used {'/'.join(nets)} there: the fabric's "
+            f"net plugin is not loaded ({scope}).",
+            [*evidence, *multi_ev[:1]],
+            severity=Severity.ERROR if multi else Severity.WARNING,
+            remediation=fabric.fix,
+            rank_of=view.rank_of,
+        )
+
+
+def _hca_entries(value: str) -> tuple[str, list[str]]:
+    """NCCL_IB_HCA as NCCL reads it: its mode (``=`` exact, ``^`` exclude, ``^=``, or prefix)
+    and the device names of its ``name[:port]`` entries."""
+    v = value.strip()
+    mode = ""
+    for marker in ("^=", "^", "="):
+        if v.startswith(marker):
+            mode, v = marker, v[len(marker) :]
+            break
+    names = [e.split(":", 1)[0].strip() for e in v.split(",") if e.strip()]
+    return mode, names
+
+
+def _check_hca_prefix(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        ``NCCL_IB_HCA`` given without the ``=`` modifier matches device names by prefix, so
+        ``mlx5_1`` also selects ``mlx5_10`` … ``mlx5_17``: the ``NET/IB : Using`` list of the
+        same host holds a device that no entry names exactly and an entry names as a prefix.
+
+    Why it matters
+        The job uses a NIC the user meant to leave out: a storage or management port, a port on
+        another rail, one without a route to the other nodes, or one more NIC than GPUs, which
+        unbalances the rings. Mismatched NIC lists across nodes then cause hangs or
+        ``ibv_modify_qp`` timeouts; NVIDIA added ``=`` for this (NVIDIA/nccl PR #236).
+
+    Evidence it needs
+        ``NCCL_IB_HCA set (by environment) to …`` (ENV) and ``NET/IB : Using [0]…`` (INIT/NET)
+        from the same host.
+
+    What to do
+        Write the list with exact matching, ``NCCL_IB_HCA==mlx5_0,mlx5_1,…`` (the first ``=`` is
+        the modifier), or add the port (``mlx5_1:1`` still matches by prefix, so use ``=``).
+    """
+    settings: dict[str | None, EnvSetting] = {}
+    for rec in _setting(job, "NCCL_IB_HCA"):
+        settings.setdefault(rec.host, rec)
+    if not settings:
+        return
+    extra: dict[str, tuple[EnvSetting, IbDevices, list[str]]] = {}
+    for listing in job.of(IbDevices):
+        setting = settings.get(listing.host) or settings.get(None)
+        if setting is None and len(settings) == 1:
+            setting = next(iter(settings.values()))
+        if setting is None or listing.host is None or listing.host in extra:
+            continue
+        mode, names = _hca_entries(setting.value)
+        if mode or not names:
+            continue
+        used = [n for entry in listing.devices for n in _dev_names(entry)]
+        loose = [
+            f"{d} (by '{next(n for n in names if d.startswith(n))}')"
+            for d in used
+            if d not in names and any(d.startswith(n) and d != n for n in names)
+        ]
+        if loose:
+            extra[listing.host] = (setting, listing, loose)
+    if not extra:
+        return
+    hosts = sorted(extra)
+    setting, devs, loose = extra[hosts[0]]
+    yield HCA_PREFIX.finding(
+        f"NCCL_IB_HCA={setting.value} matches by prefix: {len(hosts)} host(s) "
+        f"({', '.join(hosts[:3])}) also use {', '.join(loose)}, which the list does not name.",
+        [setting, devs],
+        rank_of=views(job).rank_of,
+    )
+
+
+def _check_nics_differ(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Hosts of one job whose IB/RoCE NIC lists (``NET/IB : Using [0]mlx5_0:1/RoCE …``),
+        network (``Using network IB|Socket|…``), net plugin or fabric differ: with three hosts or
+        more, the hosts that differ from a strict majority; with two, the difference itself.
+        This is the host comparison of ``ncclscope diff JOB``.
+
+    Why it matters
+        NCCL builds rings and trees assuming every node has the same rails: a node with fewer or
+        other NICs, or one that fell back to sockets or lacks the plugin, makes the job hang at
+        connection time, fail with IB timeouts, or run at the speed of the weakest node
+        (NVIDIA/nccl #1277: two HGX nodes with NICs mlx5_0/3/5/8 and mlx5_0/1/4/5 hung).
+
+    Evidence it needs
+        The ``NET/IB : Using`` and ``Using network`` lines (INIT/NET) of at least two hosts.
+
+    What to do
+        Give every node the same NIC set and order (cabling, ``NCCL_IB_HCA`` written per node
+        with ``=`` and each node's own names, or a topology file), the same RDMA stack and
+        plugin; drain the node whose ports are down (``ibstat``).
+    """
+    from ncclscope.model.compare import outliers
+
+    odd = [o for o in outliers(job) if o.fact in ("NICs", "network", "net plugin", "fabric")]
+    if not odd:
+        return
+    by_fact: dict[str, list[Outlier]] = defaultdict(list)
+    for o in odd:
+        by_fact[o.fact].append(o)
+    multi, _ev, _how = _multi_node(job)
+    for fact, items in by_fact.items():
+        if items[0].majority:
+            text = "; ".join(_valued(o) for o in items[:4])
+            msg = (
+                f"{len(items)} host(s) differ from the other {items[0].agreeing} in their "
+                f"{fact} ({items[0].majority}): {text}."
+            )
+        else:
+            msg = f"The two hosts differ in their {fact}: " + "; ".join(_valued(o) for o in items)
+            msg += "."
+        severe = fact in ("network", "fabric") or (fact == "NICs" and _counts_differ(items))
+        yield NICS_DIFFER.finding(
+            msg,
+            [o.line for o in items if o.line is not None],
+            severity=Severity.WARNING if severe or multi else Severity.INFO,
+            rank_of=views(job).rank_of,
+        )
+
+
+def _valued(o: Outlier) -> str:
+    if o.fact == "NICs":
+        return f"{o.host}: {len(o.value.split(', '))} NIC(s) ({o.value})"
+    return f"{o.host}: {o.value}"
+
+
+def _counts_differ(items: list[Outlier]) -> bool:
+    counts = {len(o.value.split(", ")) for o in items}
+    if items[0].majority:
+        counts.add(len(items[0].majority.split(", ")))
+    return len(counts) > 1
+
+
+def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        CollNet (in-network reduction, NVIDIA SHARP) that could not be set up: ``Cannot initialize
+        CollNet, using point-to-point network instead``, ``CollNet is not supported or fails to
+        initialize, ignoring NCCL_ALGO=COLLNET``, and the SHARP plugin's own WARNs (printed from
+        ``sharp_plugin.c``, e.g. ``SHARP coll init error: Cannot create SHARP job(-11)``,
+        ``Streaming Tree lock failed``).
+
+    Why it matters
+        The job asked for CollNet (``NCCL_COLLNET_ENABLE=1``, ``NCCL_ALGO=CollNet``) and runs
+        without it: allreduce bandwidth is that of rings and trees, not SHARP's. A cluster or
+        cloud without a SHARP aggregation manager cannot create SHARP jobs at all (NVIDIA/nccl
+        #1050); a tree lock failure means SHARP resources ran out for this job. With
+        ``NCCL_ALGO`` forced to CollNet only, collectives fail with ``no algorithm/protocol
+        available``.
+
+    Evidence it needs
+        The WARN lines (default-visible) and the settings that asked for CollNet.
+
+    What to do
+        Check that the fabric has SHARP (``sharp_hello``, the aggregation manager running, the
+        SHARP plugin matching HPC-X) or unset ``NCCL_COLLNET_ENABLE``/``NCCL_ALGO=CollNet``;
+        for lock failures, lower the jobs sharing SHARP or ``SHARP_COLL_*`` resource settings.
+    """
+    fallback: list[Record] = list(job.of(CollnetUnsupported))
+    # the SHARP plugin's own WARNs name it in their location; their text is the plugin's
+    plugin = [r for r in job.warnings() if "sharp" in (r.src_file or "").lower()]
+    plugin += [
+        r
+        for r in job.of(NetComponentMessage)
+        if "sharp" in r.message.lower() and "error" in r.message.lower()
+    ]
+    if not (fallback or plugin):
+        return
+    asked = [
+        r
+        for r in job.of(EnvSetting)
+        if (r.name == "NCCL_COLLNET_ENABLE" and r.value.strip() not in ("", "0"))
+        or (r.name == "NCCL_ALGO" and "collnet" in r.value.lower())
+    ]
+    hosts = _hosts([*fallback, *plugin])
+    why = sorted({_sharp_reason(r) for r in plugin})
+    connected = [c for c in job.of(Connection) if c.transport is Transport.COLLNET]
+    if connected and not fallback:
+        # the plugin complained but CollNet connected: a limit (datatypes, resources), not a loss
+        yield COLLNET_UNAVAILABLE.finding(
+            f"CollNet over SHARP connected ({len(connected)} CollNet connection line(s)), but the "
+            f"SHARP plugin warned on {len(hosts)} host(s): {'; '.join(why[:2])}.",
+            [*_first_per_host(plugin), connected[0]],
+            severity=Severity.INFO,
+            rank_of=views(job).rank_of,
+        )
+        return
+    msg = (
+        f"CollNet/SHARP could not be set up on {len(hosts)} host(s)"
+        + (f" ({', '.join(hosts[:3])})" if hosts else "")
+        + (f": {'; '.join(why[:2])}" if why else "")
+        + ". NCCL runs rings and trees instead (point-to-point)."
+    )
+    if asked:
+        msg += f" It was asked for: {asked[0].name}={asked[0].value}."
+    yield COLLNET_UNAVAILABLE.finding(
+        msg,
+        [*_first_per_host(plugin), *_first_per_host(fallback), *asked[:1]],
+        rank_of=views(job).rank_of,
+    )
+
+
+def _sharp_reason(rec: Record) -> str:
+    if isinstance(rec, NetComponentMessage):
+        return rec.message
+    text = rec.text.split(" WARN ", 1)[-1].strip()
+    return text
+
+
 # --- the rules ------------------------------------------------------------------------------
 
 SOCKET_NETWORK = Rule(
@@ -1380,6 +1686,73 @@ NO_INTERFACE = Rule(
     settings=("NCCL_SOCKET_IFNAME", "NCCL_OOB_NET_IFNAME", "NCCL_COMM_ID"),
 )
 
+FABRIC_PLUGIN = Rule(
+    id="NET016",
+    name="fabric-net-plugin-not-loaded",
+    category=Category.NET_PLUGIN,
+    severity=Severity.ERROR,
+    reads=(
+        UsingNetwork,
+        BootstrapInterfaces,
+        SocketInterfaces,
+        IbDevices,
+        IbDeviceDetail,
+        OfiProviderSelected,
+        LibfabricLog,
+        NetPluginMessage,
+        NetPluginProviderNotFound,
+        NetPluginVersion,
+        NetPluginEnvSet,
+        InterfaceSpeed,
+        TcpxTimeout,
+    ),
+    remediation="Load the fabric's net plugin (aws-ofi-nccl for Slingshot/EFA, the TCPX/TCPXO "
+    "plugin on GCP) and check the log's 'Using network' names it.",
+    check=_check_fabric_plugin_not_loaded,
+    settings=("NCCL_NET_PLUGIN", "NCCL_NET", "FI_PROVIDER"),
+    incident="https://github.com/amikael/RCCL-tests/blob/b4e99be39fd8cade90265125c23ea57bd2658e7b/README.md",
+)
+
+HCA_PREFIX = Rule(
+    id="NET017",
+    name="ib-hca-prefix-matches-more",
+    category=Category.ENV_OVERRIDE,
+    severity=Severity.WARNING,
+    reads=(EnvSetting, IbDevices),
+    remediation="Use exact matching: NCCL_IB_HCA==mlx5_0,mlx5_1,… (the leading '=' is the "
+    "modifier), so mlx5_1 does not also select mlx5_10 and up.",
+    check=_check_hca_prefix,
+    settings=("NCCL_IB_HCA",),
+    incident="https://github.com/NVIDIA/nccl/pull/236",
+)
+
+NICS_DIFFER = Rule(
+    id="NET018",
+    name="nics-differ-across-hosts",
+    category=Category.TOPOLOGY_MISDETECTED,
+    severity=Severity.WARNING,
+    reads=(IbDevices, UsingNetwork, PluginLoaded, BootstrapInterfaces, SocketInterfaces),
+    remediation="Make every node alike: the same NICs in the same order (NCCL_IB_HCA with '=' and "
+    "each node's own names, or a topology file), the same RDMA stack and net plugin; drain a node "
+    "whose ports are down.",
+    check=_check_nics_differ,
+    settings=("NCCL_IB_HCA", "NCCL_NET", "NCCL_TOPO_FILE"),
+    incident="https://github.com/NVIDIA/nccl/issues/1277",
+)
+
+COLLNET_UNAVAILABLE = Rule(
+    id="NET019",
+    name="collnet-sharp-unavailable",
+    category=Category.NET_PLUGIN,
+    severity=Severity.WARNING,
+    reads=(CollnetUnsupported, NetComponentMessage, EnvSetting, Unrecognized),
+    remediation="Check the fabric has SHARP (aggregation manager running, sharp_hello, a SHARP "
+    "plugin matching HPC-X) or unset NCCL_COLLNET_ENABLE / NCCL_ALGO=CollNet.",
+    check=_check_collnet_unavailable,
+    settings=("NCCL_COLLNET_ENABLE", "NCCL_ALGO", "SHARP_COLL_ENABLE_SAT"),
+    incident="https://github.com/NVIDIA/nccl/issues/1050",
+)
+
 RULES = (
     SOCKET_NETWORK,
     IB_UNUSED,
@@ -1396,4 +1769,8 @@ RULES = (
     SOCKET_INTERFACE,
     INTERFACES_DIFFER,
     NO_INTERFACE,
+    FABRIC_PLUGIN,
+    HCA_PREFIX,
+    NICS_DIFFER,
+    COLLNET_UNAVAILABLE,
 )

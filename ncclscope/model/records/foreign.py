@@ -211,6 +211,45 @@ class OfiLog(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class JobKilled(Record):
+    """A scheduler or launcher ending processes: Slurm ``*** STEP 1250740.1 ON ptyche0181
+    CANCELLED AT 2025-11-24T22:14:50 DUE TO TIME LIMIT ***``, ``srun: error: node1: tasks 2,6-7:
+    Killed``, ``mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9
+    (Killed).``, torchrun ``failed (exitcode: -9) local_rank: 0 (pid: 970611) of binary: …``."""
+
+    KIND: ClassVar[str] = "job_killed"
+    NCCL: ClassVar[bool] = False
+    #: Slurm's ``STEP`` or ``JOB``
+    unit: str | None = None
+    job_id: str | None = None
+    node: str | None = None
+    #: Slurm's cancel time as printed
+    at: str | None = None
+    #: ``TIME LIMIT``, ``NODE FAILURE``, ``PREEMPTION``; None: cancelled by a user (scancel)
+    cause: str | None = None
+    #: srun's task list (``0-3``, ``2,6-7``)
+    tasks: str | None = None
+    #: what happened to the process, as printed: ``Killed``, ``Exited with exit code 1``,
+    #: ``(Segmentation fault).``, the binary of a torchrun failure
+    outcome: str | None = None
+    rank: int | None = None
+    kill_pid: int | None = None
+    signal: int | None = None
+    #: torchrun's exit code (negative: the signal that ended the process)
+    exit_code: int | None = None
+
+    @property
+    def launcher(self) -> str:
+        if self.unit is not None:
+            return "slurm"
+        if self.tasks is not None:
+            return "srun"
+        if self.signal is not None:
+            return "mpirun"
+        return "torchrun"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LibfabricLog(Record):
     """libfabric's log line: ``libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn>
     fi_getinfo: provider efa output empty list``."""
@@ -242,4 +281,5 @@ RECORD_TYPES = (
     NcclError,
     FrameworkError,
     NcclLastError,
+    JobKilled,
 )

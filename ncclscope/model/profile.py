@@ -1,0 +1,203 @@
+"""What a job (or one host of it) was, as comparable facts: versions, settings, plugins, fabric,
+interfaces, transports per peer class, channels, algorithms and protocols, rings and trees, init
+time and bandwidth. ``diff`` lines two profiles up, or a job's hosts against each other
+(ncclscope.model.compare).
+
+A fact the log does not hold is left out (None or empty), never guessed: a missing value is not a
+difference.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ncclscope.model.bandwidth import achieved
+from ncclscope.model.enums import Transport
+from ncclscope.model.fabric import host_fabrics
+from ncclscope.model.job import Job
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import InitTimings
+from ncclscope.model.records.net import (
+    BootstrapInterfaces,
+    IbDevices,
+    IbMergedDevice,
+    PluginLoaded,
+    SocketInterfaces,
+)
+from ncclscope.model.records.topology import (
+    ChannelSummary,
+    Connection,
+    RingOrder,
+    Trees,
+    TuningChoice,
+)
+from ncclscope.model.records.version_env import CudaDriverVersion, EnvSetting, VersionBanner
+from ncclscope.model.views import transport_class, views
+
+#: peer classes of a connection: between hosts, inside one, or unknown (ranks not placed)
+INTER, INTRA, UNPLACED = "inter-node", "intra-node", "peer host unknown"
+
+
+@dataclass
+class Profile:
+    """Comparable facts of a job or of one host. Each fact keeps one line that shows it."""
+
+    label: str
+    nccl_versions: set[str] = field(default_factory=set)
+    cuda_drivers: set[str] = field(default_factory=set)
+    #: setting name → values NCCL said it read
+    settings: dict[str, set[str]] = field(default_factory=dict)
+    plugins: set[str] = field(default_factory=set)
+    networks: set[str] = field(default_factory=set)
+    fabrics: set[str] = field(default_factory=set)
+    interfaces: set[str] = field(default_factory=set)
+    nics: set[str] = field(default_factory=set)
+    #: peer class → transport → connection lines
+    transports: dict[str, Counter[str]] = field(default_factory=dict)
+    channels: set[int] = field(default_factory=set)
+    algorithms: set[str] = field(default_factory=set)
+    protocols: set[str] = field(default_factory=set)
+    rings: int = 0
+    trees: int = 0
+    #: seconds of ncclCommInit (``Init timings``), the slowest rank
+    init_seconds: float | None = None
+    busbw: float | None = None
+    hosts: int = 0
+    processes: int = 0
+    ranks: int | None = None
+    nodes: int | None = None
+    #: fact name → a line that shows it, for evidence
+    evidence: dict[str, Record] = field(default_factory=dict)
+
+    def transports_flat(self, peer: str) -> dict[str, int]:
+        return dict(self.transports.get(peer, Counter()))
+
+
+def _versions(recs: list[VersionBanner]) -> set[str]:
+    return {b.nccl_version + (f"+cuda{b.cuda_version}" if b.cuda_version else "") for b in recs}
+
+
+def _driver(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def profile(job: Job, label: str, host: str | None = None) -> Profile:
+    """The profile of the whole job, or of the records one host printed."""
+    p = Profile(label)
+
+    def mine(recs: list[Record]) -> list[Record]:
+        return recs if host is None else [r for r in recs if r.host == host]
+
+    def keep(name: str, recs: list[Record]) -> None:
+        if recs and name not in p.evidence:
+            p.evidence[name] = recs[0]
+
+    banners = [r for r in mine(list(job.of(VersionBanner))) if isinstance(r, VersionBanner)]
+    p.nccl_versions = _versions(banners)
+    keep("nccl_versions", list(banners))
+    drivers = [r for r in mine(list(job.of(CudaDriverVersion))) if isinstance(r, CudaDriverVersion)]
+    p.cuda_drivers = {_driver(d.cuda_driver) for d in drivers}
+    keep("cuda_drivers", list(drivers))
+    for rec in mine(list(job.of(EnvSetting))):
+        assert isinstance(rec, EnvSetting)
+        p.settings.setdefault(rec.name, set()).add(rec.value.strip())
+        keep(f"settings:{rec.name}", [rec])
+    loaded = mine(list(job.of(PluginLoaded)))
+    p.plugins = {
+        str(getattr(r, "plugin_name", None) or getattr(r, "library", None) or "?") for r in loaded
+    }
+    keep("plugins", loaded)
+    fabrics = host_fabrics(job)
+    for h, hf in fabrics.items():
+        if host is not None and h != host:
+            continue
+        if hf.fabric is not None:
+            p.fabrics.add(hf.fabric.value)
+            keep("fabrics", hf.evidence)
+        p.networks |= set(hf.networks)
+        for recs in hf.networks.values():
+            keep("networks", recs)
+    lists = mine(list(job.of(BootstrapInterfaces, SocketInterfaces)))
+    for rec in lists:
+        assert isinstance(rec, BootstrapInterfaces | SocketInterfaces)
+        p.interfaces |= {i.name for i in rec.interfaces}
+    keep("interfaces", lists)
+    ib = mine(list(job.of(IbDevices)))
+    for rec in ib:
+        assert isinstance(rec, IbDevices)
+        for entry in rec.devices:
+            for d in entry.members if isinstance(entry, IbMergedDevice) else (entry,):
+                p.nics.add(f"{d.name}:{d.port}/{d.link_layer}")
+    keep("nics", ib)
+    v = views(job)
+    conns = [c for c in job.of(Connection) if host is None or c.host == host]
+    for conn in conns:
+        peer = _peer_class(conn, v.crosses_nodes(conn))
+        p.transports.setdefault(peer, Counter())[transport_class(conn)] += 1
+        keep(f"transports:{peer}", [conn])
+    summaries = mine(list(job.of(ChannelSummary)))
+    p.channels = {s.coll_channels for s in summaries if isinstance(s, ChannelSummary)}
+    if not p.channels:
+        p.channels = {
+            r.nchannels
+            for r in mine(list(job.of(RingOrder)))
+            if isinstance(r, RingOrder) and r.nchannels
+        }
+    keep("channels", summaries or mine(list(job.of(RingOrder))))
+    tuning = [
+        r
+        for r in job.summary(TuningChoice).last.values()
+        if isinstance(r, TuningChoice) and (host is None or r.host == host)
+    ]
+    p.algorithms = {str(r.algorithm) for r in tuning if r.algorithm is not None}
+    p.protocols = {str(r.protocol) for r in tuning if r.protocol is not None}
+    keep("algorithms", list(tuning))
+    rings = mine(list(job.of(RingOrder)))
+    p.rings = len({(r.channel, getattr(r, "ranks", ())) for r in rings if isinstance(r, RingOrder)})
+    keep("rings", rings)
+    trees = mine(list(job.of(Trees)))
+    p.trees = len(trees)
+    keep("trees", trees)
+    timings = [r for r in mine(list(job.of(InitTimings))) if isinstance(r, InitTimings)]
+    if timings:
+        slowest = max(timings, key=lambda t: t.total)
+        p.init_seconds = slowest.total
+        keep("init_seconds", [slowest])
+    if host is None:
+        got = achieved(job)
+        if got is not None:
+            p.busbw = got.busbw
+            keep("busbw", list(got.evidence))
+        p.hosts = len(job.hosts)
+        p.processes = len(job.processes)
+        p.ranks = v.nranks
+        p.nodes = v.nnodes
+    else:
+        p.hosts = 1
+        p.processes = sum(1 for h, _pid in job.processes if h == host)
+    return p
+
+
+def _peer_class(conn: Connection, crosses: bool | None) -> str:
+    """P2P, SHM and NVLS never leave a node; NET does unless the model places both ranks on one
+    host (rank numbers are per communicator, so with several communicators the placement of a
+    NET peer can be wrong only towards 'inter-node', the class NET is chosen for)."""
+    if conn.transport in (Transport.P2P, Transport.SHM, Transport.NVLS):
+        return INTRA
+    if crosses is False:
+        return INTRA
+    if crosses is None and conn.transport is not Transport.NET:
+        return UNPLACED
+    return INTER
+
+
+def host_profiles(job: Job) -> dict[str, Profile]:
+    """A profile per host that printed anything."""
+    return {h: profile(job, h, host=h) for h in job.hosts}
+
+
+def median_init(profiles: list[Profile]) -> float | None:
+    values = [p.init_seconds for p in profiles if p.init_seconds is not None]
+    return statistics.median(values) if values else None

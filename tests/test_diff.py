@@ -1,0 +1,129 @@
+"""``ncclscope diff``: two real jobs lined up, and one job's hosts against each other.
+
+The corpus holds no healthy/broken twin of one cluster (L05's bare-metal twin L07 and L03's
+socket twin L14 are not in it), so the pair is two real multi-node jobs (Jean Zay over Omni-Path,
+Cori over TCP in a container), and the outlier host is made the way the issue allows: a real log
+(L06, four hosts) with one host's lines replaced by a host of another real log (L05's cgpu16).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ncclscope import api
+from ncclscope.cli import main
+from tests.helpers import REAL
+
+GOOD = REAL / "long" / "L06-jeanzay-a100-omnipath-4node-2.10.log"
+BAD = REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log"
+
+
+def _mixed(tmp_path: Path) -> Path:
+    """L06 without jean-zay-iam52, plus every line L05's cgpu16 printed."""
+    keep = [
+        line
+        for line in GOOD.read_text(encoding="utf-8").splitlines()
+        if "jean-zay-iam52:" not in line
+    ]
+    keep += [line for line in BAD.read_text(encoding="utf-8").splitlines() if "cgpu16:" in line]
+    out = tmp_path / "mixed.log"
+    out.write_text("\n".join(keep) + "\n", encoding="utf-8")
+    return out
+
+
+def test_good_against_bad_names_what_matters() -> None:
+    c = api.diff([GOOD], [BAD])
+    changes = {(ch.fact, ch.detail): ch for ch in c.changes}
+    assert changes[("network", "")].good == "IB" and changes[("network", "")].bad == "Socket"
+    assert changes[("fabric", "")].bad == "IPoIB"
+    inter = changes[("inter-node transports", "")]
+    assert inter.good.startswith("NET/IB") and inter.bad.startswith("NET/Socket")
+    assert changes[("NCCL version", "")].bad == "2.5.6+cuda10.2"
+    assert inter.good_line is not None and "via NET/IB" in inter.good_line.text
+    assert inter.bad_line is not None and "via NET/Socket" in inter.bad_line.text
+    # the most telling changes come first
+    facts = [ch.fact for ch in c.changes]
+    assert facts.index("network") < facts.index("channels")
+    assert "NET001" in {f.rule for f in c.new_findings}
+    assert c.outliers == []
+
+
+def test_a_job_against_itself_changes_nothing() -> None:
+    c = api.diff([GOOD], [GOOD])
+    assert c.changes == [] and c.new_findings == [] and c.gone_findings == []
+
+
+def test_outlier_host_in_a_multi_node_log(tmp_path: Path) -> None:
+    c = api.diff(None, [_mixed(tmp_path)])
+    assert c.good is None and c.changes == []
+    flagged = {o.host for o in c.outliers}
+    assert flagged == {"cgpu16"}
+    facts = {o.fact: o for o in c.outliers}
+    for fact in ("fabric", "network", "interfaces", "inter-node transports"):
+        assert fact in facts, (fact, sorted(facts))
+    assert facts["network"].value == "Socket" and facts["network"].majority == "IB"
+    assert facts["network"].agreeing == 3
+    assert facts["network"].line is not None and "cgpu16" in facts["network"].line.text
+
+
+def test_good_against_a_job_with_one_bad_host(tmp_path: Path) -> None:
+    c = api.diff([GOOD], [_mixed(tmp_path)])
+    network = next(ch for ch in c.changes if ch.fact == "network")
+    assert (network.good, network.bad) == ("IB", "IB, Socket")
+    assert {o.host for o in c.outliers} == {"cgpu16"}
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        GOOD,
+        REAL / "long" / "L04-eks-p4d-efa-mpirun-2.9.log",
+        REAL / "long" / "L03-vllm-ray-2node-ib-gdrdma-2.21.log",
+        REAL / "036-aws-many-nodes-socket-2.4.log",
+        REAL / "065-ib-2node-init-complete-2coll.log",
+    ],
+    ids=lambda p: p.name[:3],
+)
+def test_consistent_real_jobs_have_no_outlier(log: Path) -> None:
+    """False-alarm check: hosts of one real job that printed fewer lines are not outliers."""
+    assert api.diff(None, [log]).outliers == []
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_cli_formats(fmt: str, tmp_path: Path) -> None:
+    out = CliRunner().invoke(main, ["diff", str(GOOD), str(_mixed(tmp_path)), "--format", fmt])
+    assert out.exit_code == 0, out.output
+    if fmt == "json":
+        data = json.loads(out.output)
+        assert data["schema_version"] == 1
+        assert any(ch["fact"] == "network" for ch in data["changes"])
+        assert {o["host"] for o in data["outliers"]} == {"cgpu16"}
+        assert data["good"]["summary"]["hosts"]
+    elif fmt == "markdown":
+        assert out.output.startswith("# NCCL diff")
+        assert "| network | IB | IB, Socket |" in out.output
+        assert "cgpu16" in out.output
+    else:
+        assert "network: IB → IB, Socket" in out.output
+        assert "cgpu16: network is Socket; the other 3 host(s): IB" in out.output
+
+
+def test_cli_one_job_and_a_directory(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    _mixed(job)
+    out = CliRunner().invoke(main, ["diff", str(job)])
+    assert out.exit_code == 0, out.output
+    assert "Hosts that differ from the others (1 of 4)" in out.output
+
+
+def test_cli_errors_are_one_line() -> None:
+    runner = CliRunner()
+    out = runner.invoke(main, ["diff", "a", "b", "c"])
+    assert out.exit_code == 2 and out.output.count("\n") == 1
+    out = runner.invoke(main, ["diff", "/nonexistent/good.log", str(GOOD)])
+    assert out.exit_code == 2 and "Traceback" not in out.output
