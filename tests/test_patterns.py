@@ -240,6 +240,22 @@ def test_grammar_case_envelopes_match_lark() -> None:
     assert not problems, _report(problems)
 
 
+def test_benchmark_coll_lines_match_lark() -> None:
+    """The COLL-heavy benchmark's generated lines (benchmarks/synth.py, fixed seed): the kinds a
+    long job prints per call, with every number varied."""
+    import itertools
+
+    from tests.helpers import synth
+
+    parts = [split(line) for line in itertools.islice(synth().coll_lines(), 6000)]
+    messages = list(dict.fromkeys(p[1] for p in parts if p is not None))
+    envelopes = list(dict.fromkeys(p[0] for p in parts if p is not None))
+    assert len(messages) > 1000
+    problems = message_differences(messages)
+    problems += envelope_differences(envelopes, require_ok=True)
+    assert not problems, _report(problems)
+
+
 _TOKEN = re.compile(r"[0-9]+|[a-f0-9]{4,}|[A-Za-z]+|.", re.DOTALL)
 
 

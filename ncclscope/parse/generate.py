@@ -496,7 +496,7 @@ class GrammarView:
         grammar = builder.build()
         rules = {str(name): tree for name, _params, tree, _opts in grammar.rule_defs}
         options = {str(name): opts for name, _params, _tree, opts in grammar.rule_defs}
-        parser = lark_parser(False)
+        parser = lark_parser()
         terminals = {t.name: t for t in parser.terminals}
         ignores = [terminals[name].pattern.to_regexp() for name in parser.lexer_conf.ignore]
         if ignores != [" +"]:

@@ -42,6 +42,8 @@ __all__ = [
     "ENVELOPE_FIELDS",
     "MessageTables",
     "envelope_columns",
+    "fully_covered_kinds",
+    "kind_schema",
     "lark_only_kinds",
     "lead_keys",
     "message_columns",
@@ -71,6 +73,18 @@ def pattern_kinds() -> tuple[str, ...]:
 def lark_only_kinds() -> dict[str, str]:
     """Record kinds left to Lark, all their alternatives or some, with the reason."""
     return {k.kind: k.reason for k in LARK_ONLY}
+
+
+@functools.cache
+def kind_schema(kind: str) -> dict[str, pl.DataType]:
+    """The columns of a kind's table after ``row``: every field its patterns give, with its
+    type (before the record annotations' coercion)."""
+    schema: dict[str, pl.DataType] = {}
+    for k in KINDS:
+        if k.kind == kind and not k.guard:
+            for f in k.fields:
+                schema.setdefault(f.name, _dtype(f))
+    return schema
 
 
 def fully_covered_kinds() -> frozenset[str]:
@@ -464,8 +478,17 @@ def message_columns(messages: pl.Series) -> MessageTables:
     for index in sorted(found):
         by_kind.setdefault(KINDS[index].kind, []).extend(found[index])
     for kind_name, frames in by_kind.items():
-        # alternatives of one kind may give different fields: absent ones are null
-        table = pl.concat(frames, how="diagonal_relaxed").rename({"row": "uid_"})
+        # alternatives of one kind may give different fields: a table has them all, in the
+        # order of kind_schema, null where not seen
+        schema = kind_schema(kind_name)
+        table = pl.concat(frames, how="diagonal_relaxed")
+        table = table.select(
+            pl.col("row").alias("uid_"),
+            *(
+                (pl.col(n) if n in table.columns else pl.lit(None)).cast(t).alias(n)
+                for n, t in schema.items()
+            ),
+        )
         table = by_uid.join(table, on="uid_", how="inner").drop("uid_").sort("row")
         tables[kind_name] = table
         kind_rows.append(table.select("row", pl.lit(kind_name).alias("kind")))
