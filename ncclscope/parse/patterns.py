@@ -13,7 +13,7 @@ from ncclscope.parse.pattern_types import (
     LarkOnly,
 )
 
-GRAMMAR_HASH = "f5d9fa2a56d2da1f"
+GRAMMAR_HASH = "a7ef5026d126b655"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e2>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e3>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e5>[A-Za-z][\\w.-]*: )| *(?P<e6>\\d+: )| *(?P<e7>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e10>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e11>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e12>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e13>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e15>[A-Za-z][\\w.-]*: )| *(?P<e16>\\d+: )| *(?P<e17>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e20>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e21>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e22>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e23>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e25>[A-Za-z][\\w.-]*: )| *(?P<e26>\\d+: )| *(?P<e27>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e30>\\[(?:rank|default)\\d+\\]:))| *\\|| *>)(?:(?:(?: *(?P<e31>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e32>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e33>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] |(?: *\\b\\B| *(?P<e35>[A-Za-z][\\w.-]*: )| *(?P<e36>\\d+: )| *(?P<e37>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e40>\\[(?:rank|default)\\d+\\]:))| *\\|| *>))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*:\\d+:\\d+)(?: |$)(?: *(?P<e42>\\[\\d+\\]))?| *(?P<e43>\\[\\d+\\])))?(?:(?: *\\d+\\.\\d+  *(?P<e44>[^\\s\\[\\]]+:\\d+)|(?: *[A-Za-z_]\\w*)?? *(?P<e45>[^\\s\\[\\]]+:\\d+)(?: *(?P<e46>\\([\\w:~<>*, ]+\\)))?))? *$",
@@ -2024,6 +2024,41 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:Failed",),
     ),
     KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>\\d+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="code_location",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="code_func",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="pointer",
+                groups=("g3",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="size",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="ipc_desc",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
+            "w:Allocated",
+        ),
+    ),
+    KindPattern(
         kind="collnet_unsupported",
         pattern="^(?P<ok>) *Cannot initialize CollNet, *using *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
@@ -2064,57 +2099,25 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:failed",),
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>\\d+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
-        fields=(
-            FieldPattern(
-                name="code_location",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="code_func",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="pointer",
-                groups=("g3",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="size",
-                groups=("g4",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="ipc_desc",
-                groups=("g5",),
-                convert="text",
-            ),
-        ),
-        leads=(
-            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
-            "w:Allocated",
-        ),
-    ),
-    KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *mkstemp: Failed to create *(?P<g1>[^\\s,()]+) *, *error: *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g3>-?\\d+) *\\))? *\\- *retrying$",
+        pattern="^(?P<ok>) *mkstemp: Failed to create(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))? *\\- *retrying$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="error_text",
-                groups=("g2",),
+                groups=("g3",),
                 convert="text",
             ),
             FieldPattern(
                 name="errno_num",
-                groups=("g3",),
+                groups=("g4",),
                 convert="int",
             ),
         ),
@@ -2275,16 +2278,19 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *shm_open failed to open *(?P<g1>[^\\s,()]+) *: *(?P<g2>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *shm_open failed to open(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *: *(?P<g3>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="error",
-                groups=("g2",),
+                groups=("g3",),
                 convert="text",
             ),
         ),
@@ -2666,21 +2672,24 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *unlink shared memory *(?P<g1>[^\\s,()]+) *failed *, *error: *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g3>-?\\d+) *\\))?$",
+        pattern="^(?P<ok>) *unlink shared memory(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *failed *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="error_text",
-                groups=("g2",),
+                groups=("g3",),
                 convert="text",
             ),
             FieldPattern(
                 name="errno_num",
-                groups=("g3",),
+                groups=("g4",),
                 convert="int",
             ),
         ),
@@ -3096,21 +3105,24 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *failure in mmap of *(?P<g1>[^\\s,()]+) *\\( *size *(?P<g2>\\d+) *\\) *: *(?P<g3>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *failure in mmap of(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *\\( *size *(?P<g3>\\d+) *\\) *: *(?P<g4>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="size",
-                groups=("g2",),
+                groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
                 name="error",
-                groups=("g3",),
+                groups=("g4",),
                 convert="text",
             ),
         ),
@@ -3986,6 +3998,33 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
     ),
     KindPattern(
+        kind="proxy_error",
+        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>\\d+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_]\\w*) *from rank *(?P<g3>-?\\d+) *, *retcode *(?P<g4>\\d+)$",
+        fields=(
+            FieldPattern(
+                name="tp_rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="operation_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("c:[",),
+    ),
+    KindPattern(
         kind="usage_error",
         pattern="^(?P<ok>) *Invalid device *(?P<g1>-?\\d+) *\\( *totalnDev= *(?P<g2>-?\\d+) *\\)$",
         fields=(
@@ -4138,33 +4177,6 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:Bootstrap",),
         alternative=2,
-    ),
-    KindPattern(
-        kind="proxy_error",
-        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>\\d+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_]\\w*) *from rank *(?P<g3>-?\\d+) *, *retcode *(?P<g4>\\d+)$",
-        fields=(
-            FieldPattern(
-                name="tp_rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="operation_name",
-                groups=("g2",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="rank",
-                groups=("g3",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="code",
-                groups=("g4",),
-                convert="int",
-            ),
-        ),
-        leads=("c:[",),
     ),
     KindPattern(
         kind="config_not_initialized",
@@ -4558,7 +4570,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment *(?P<g2>[^\\s,()]+) *\\( *size *(?P<g3>\\d+) *\\)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?$",
+        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment(?: *(?P<g2>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g3>[^\\s,()]+)) *\\( *size *(?P<g4>\\d+) *\\)(?: *, *error: *(?P<g5>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g6>-?\\d+) *\\))?)?$",
         fields=(
             FieldPattern(
                 name="operation",
@@ -4567,22 +4579,25 @@ KINDS: tuple[KindPattern, ...] = (
             ),
             FieldPattern(
                 name="path",
-                groups=("g2",),
+                groups=(
+                    "g2",
+                    "g3",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="size",
-                groups=("g3",),
+                groups=("g4",),
                 convert="int",
             ),
             FieldPattern(
                 name="error_text",
-                groups=("g4",),
+                groups=("g5",),
                 convert="text",
             ),
             FieldPattern(
                 name="errno_num",
-                groups=("g5",),
+                groups=("g6",),
                 convert="int",
             ),
         ),
@@ -5082,7 +5097,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated *(?P<g3>\\d+) *bytes of shared memory in *(?P<g4>[^\\s,()]+)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated *(?P<g3>\\d+) *bytes of shared memory in(?: *(?P<g4>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g5>[^\\s,()]+))$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -5101,7 +5116,10 @@ KINDS: tuple[KindPattern, ...] = (
             ),
             FieldPattern(
                 name="path",
-                groups=("g4",),
+                groups=(
+                    "g4",
+                    "g5",
+                ),
                 convert="text",
             ),
         ),
@@ -6371,21 +6389,24 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to create shared memory file *(?P<g1>[^\\s,()]+) *, *error *(?P<g2>[^(\\s](?:[^(]*[^(\\s])?) *\\( *(?P<g3>-?\\d+) *\\)$",
+        pattern="^(?P<ok>) *Error: *failed to create shared memory file(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?) *\\( *(?P<g4>-?\\d+) *\\)$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="error_text",
-                groups=("g2",),
+                groups=("g3",),
                 convert="text",
             ),
             FieldPattern(
                 name="errno_num",
-                groups=("g3",),
+                groups=("g4",),
                 convert="int",
             ),
         ),
@@ -6394,26 +6415,29 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to extend *(?P<g1>[^\\s,()]+) *to *(?P<g2>\\d+) *bytes(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?$",
+        pattern="^(?P<ok>) *Error: *failed to extend(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *to *(?P<g3>\\d+) *bytes(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="size",
-                groups=("g2",),
+                groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
                 name="error_text",
-                groups=("g3",),
+                groups=("g4",),
                 convert="text",
             ),
             FieldPattern(
                 name="errno_num",
-                groups=("g4",),
+                groups=("g5",),
                 convert="int",
             ),
         ),
@@ -6422,26 +6446,29 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>)(?: *Error:)?? *Could not map *(?P<g1>[^\\s,()]+)(?: *size *(?P<g2>\\d+)(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?)?$",
+        pattern="^(?P<ok>)(?: *Error:)?? *Could not map(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+))(?: *size *(?P<g3>\\d+)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?)?$",
         fields=(
             FieldPattern(
                 name="path",
-                groups=("g1",),
+                groups=(
+                    "g1",
+                    "g2",
+                ),
                 convert="text",
             ),
             FieldPattern(
                 name="size",
-                groups=("g2",),
+                groups=("g3",),
                 convert="int",
             ),
             FieldPattern(
                 name="error_text",
-                groups=("g3",),
+                groups=("g4",),
                 convert="text",
             ),
             FieldPattern(
                 name="errno_num",
-                groups=("g4",),
+                groups=("g5",),
                 convert="int",
             ),
         ),

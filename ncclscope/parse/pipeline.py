@@ -22,6 +22,7 @@ Every command (``parse``, ``diagnose``, ``topo``, ``export``) reads its inputs t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import typing
 from collections.abc import Iterable, Iterator
@@ -213,17 +214,27 @@ def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
     for name in own_fields(cls):
         _is_tuple, coerce = specs[name]
         dtype = _FRAME_TYPES.get(coerce)
-        if _is_tuple or dtype is None:
+        default = _default(cls, name)
+        if _is_tuple or dtype is None or not (default is None or isinstance(default, int | str)):
             return None
-        if name in rows.columns:
-            if rows.schema[name] not in (dtype, pl.Null):
-                return None
-            columns.append(pl.col(name).cast(dtype))
-        else:
-            default = _default(cls, name)
-            if default is not None and not isinstance(default, int | str):
-                return None
+        if name not in rows.columns:
             columns.append(pl.lit(default, dtype=dtype).alias(name))
+            continue
+        have = rows.schema[name]
+        if have == pl.Null:
+            column = pl.col(name).cast(dtype)
+        elif dtype == pl.Int64 and have.is_integer():
+            # hex values come unsigned (a commId needs 64 bits): one that does not fit the
+            # record's int column leaves the rows to records, which hold any int
+            column = pl.col(name).cast(pl.Int64, strict=False)
+            if rows.select(column.null_count()).item() != rows.get_column(name).null_count():
+                return None
+        elif have == dtype:
+            column = pl.col(name)
+        else:
+            return None
+        # a field not printed on a row takes the record's default, as the class gives it
+        columns.append(column.fill_null(default).alias(name) if default is not None else column)
     return KindFrame(cls, rows.select("line", "text", "level", *ENVELOPE, *columns))
 
 
@@ -232,7 +243,9 @@ _FRAME_TYPES: Final[dict[Any, Any]] = {as_int: pl.Int64, as_str: pl.String}
 
 
 def _default(cls: type[Record], name: str) -> Any:
-    return cls.__dataclass_fields__[name].default
+    """A field's default; None for a field without one (a message always sets it)."""
+    default = cls.__dataclass_fields__[name].default
+    return None if default is dataclasses.MISSING else default
 
 
 def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
