@@ -391,6 +391,12 @@ def export(
     help="Worker processes (default: one per core).",
 )
 @click.option("--force", is_flag=True, help="Export every job again, changed or not.")
+@click.option(
+    "--one-job",
+    is_flag=True,
+    help="Each directory or archive is one job, whatever its logs say (the grouping before "
+    "jobs were read from the logs).",
+)
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option(
     "--engine",
@@ -411,6 +417,7 @@ def bulk(
     include: tuple[str, ...],
     workers: int | None,
     force: bool,
+    one_job: bool,
     progress: bool,
     engine: str | None,
     scheduler: str | None,
@@ -419,9 +426,11 @@ def bulk(
     new.
 
     PATH: directories (recursive), globs, log files, .tar/.tar.gz/.tar.zst/.zip archives (read
-    as streams), as paths or fsspec URLs (s3://, gs://, file://, ...; OUT too). One directory or
-    archive is one job unless --job-pattern says otherwise. Jobs whose inputs are already in OUT
-    (same sha256) are skipped. docs/fleet-scale.md: Dask, Slurm, Kubernetes.
+    as streams), as paths or fsspec URLs (s3://, gs://, file://, ...; OUT too). Inputs are
+    grouped into jobs by what NCCL printed in them (communicators' commId, ranks, processes,
+    versions; the `jobs` table says why), --job-pattern names the jobs of the inputs it matches,
+    --one-job makes each directory or archive one job. Jobs whose inputs are already in OUT (same
+    sha256) are skipped. docs/fleet-scale.md: how jobs are found; Dask, Slurm, Kubernetes.
     """
     from pathlib import Path
 
@@ -445,10 +454,15 @@ def bulk(
     else:
         runner = bulk_mod.LocalEngine(workers)
     files = bulk_mod.expand(paths, include)
-    plans = bulk_mod.plan_jobs(files, bulk_mod.Grouping.of(pattern=job_pattern))
+    grouping = bulk_mod.Grouping.of(pattern=job_pattern, by_folder=one_job)
+    scans = runner.scan(files) if grouping.reads_logs else None
+    plans = bulk_mod.plan_jobs(files, grouping, scans)
+    hashes = {s.path: s.sha256 for s in scans or () if s.sha256 is not None}
     display = bulk_mod.ProgressBar() if progress else None
     dest = out if is_url(out) else Path(out)
-    report = bulk_mod.run(plans, dest, skip_known=not force, display=display, engine=runner)
+    report = bulk_mod.run(
+        plans, dest, skip_known=not force, display=display, engine=runner, hashes=hashes
+    )
     click.echo(report.summary(dest))
 
 

@@ -17,7 +17,9 @@ import pyarrow as pa
 
 from ncclscope import __version__
 
-SCHEMA_VERSION = 1
+#: 2: the `jobs` table, and job ids found from the logs' content (communicators, ranks,
+#: processes) rather than from folders: the same `job_id` column now means another grouping
+SCHEMA_VERSION = 2
 META_SCHEMA_VERSION = b"ncclscope.schema_version"
 META_NCCLSCOPE_VERSION = b"ncclscope.version"
 META_TABLE = b"ncclscope.table"
@@ -70,6 +72,46 @@ _PROCESS = (
 )
 
 _INTS = pa.list_(pa.int32())
+
+JOBS = Table(
+    "jobs",
+    "job: how its inputs were found to be one job",
+    (
+        Column(
+            "job_id",
+            pa.string(),
+            "the job's id, stable when the same inputs are exported again",
+            False,
+        ),
+        Column(
+            "basis",
+            pa.string(),
+            "why its inputs are one job: `communicator` (a shared commId), `ranks` (all ranks of "
+            "its communicators in one input), `ranks-in-folder` (ranks of one folder's inputs fit "
+            "together, NCCL < 2.16), `process` (one process), `undecided` (kept apart: nothing "
+            "NCCL printed tells), `pattern` (`--job-pattern`), `folder` (`--one-job`), `one-job` "
+            "(`export`)",
+            False,
+        ),
+        Column(
+            "decided",
+            pa.bool_(),
+            "false when the logs could not tell and the input was kept apart",
+            False,
+        ),
+        Column(
+            "inputs",
+            pa.list_(pa.string()),
+            "its inputs: paths or `archive:member`, as `sources.source`",
+        ),
+        Column(
+            "evidence",
+            pa.list_(pa.string()),
+            "what grouped them: shared communicators and processes, ranks, versions",
+        ),
+    ),
+    "job_id",
+)
 
 SOURCES = Table(
     "sources",
@@ -285,7 +327,18 @@ FINDINGS = Table(
 
 TABLES: dict[str, Table] = {
     t.name: t
-    for t in (SOURCES, RECORDS, RANKS, CONNECTIONS, RINGS, TREES, COLLECTIVES, ERRORS, FINDINGS)
+    for t in (
+        JOBS,
+        SOURCES,
+        RECORDS,
+        RANKS,
+        CONNECTIONS,
+        RINGS,
+        TREES,
+        COLLECTIVES,
+        ERRORS,
+        FINDINGS,
+    )
 }
 
 DESIGN = """\

@@ -33,6 +33,7 @@ from ncclscope.export.schemas import (
     COLLECTIVES,
     ERRORS,
     FINDINGS,
+    JOBS,
     RANKS,
     SOURCES,
     TABLES,
@@ -70,6 +71,11 @@ class Input:
 class JobPlan:
     job_id: str
     inputs: tuple[Input, ...]
+    #: why these inputs are one job (``ncclscope.model.grouping.Basis``) and the evidence
+    basis: str = "one-job"
+    evidence: tuple[str, ...] = ()
+    #: the names of the job's inputs (paths, ``archive:member``); empty: the inputs' paths
+    names: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -498,9 +504,23 @@ class JobExport:
     # -- job-level tables ----------------------------------------------------------------------
 
     def _job_tables(self, job: Job) -> None:
+        self._job_row()
         self._ranks(job)
         self._errors(job)
         self._findings(job)
+
+    def _job_row(self) -> None:
+        plan = self.plan
+        names = plan.names or tuple(i.path for i in plan.inputs)
+        self.writers[JOBS.name].add(
+            {
+                "job_id": self.job_id,
+                "basis": plan.basis,
+                "decided": plan.basis != "undecided",
+                "inputs": list(names),
+                "evidence": list(plan.evidence),
+            }
+        )
 
     def _ranks(self, job: Job) -> None:
         timings = {(t.host, t.pid, t.rank, t.nranks): t.total for t in job.of(InitTimings)}
