@@ -11,11 +11,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from ncclscope import __version__
+
+if TYPE_CHECKING:
+    from ncclscope.api import JobDiagnosis
 from ncclscope._malloc import mallopt
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -248,6 +251,11 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
 )
 @workers_option("Processes that parse (0: one per CPU)", "report")
+@click.option(
+    "--one-job",
+    is_flag=True,
+    help="Diagnose the inputs as one job even when what NCCL printed says they are several.",
+)
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
@@ -256,15 +264,29 @@ def diagnose(
     fail_on: str,
     color: bool | None,
     workers: int,
+    one_job: bool,
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
-    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin.
+    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin. Inputs that
+    NCCL's lines say are several jobs (different communicators, versions, rank sets) are
+    reported job by job (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
     """
     from ncclscope import api
     from ncclscope.rules.base import Severity
 
-    result = api.diagnose(paths, select=_split(select), ignore=_split(ignore), workers=workers)
+    jobs = api.diagnose_jobs(
+        paths, select=_split(select), ignore=_split(ignore), workers=workers, one_job=one_job
+    )
+    threshold = None if fail_on == "never" else Severity(fail_on)
+    if len(jobs) > 1:
+        _diagnose_jobs(jobs, fmt, color)
+        if threshold is not None and any(
+            f.severity >= threshold for j in jobs for f in j.diagnosis.findings
+        ):
+            sys.exit(EXIT_FINDINGS)
+        return
+    result = jobs[0].diagnosis
     _print_damage(result.stats)
     if fmt == "json":
         from ncclscope.report.json_report import diagnosis_to_dict
@@ -278,10 +300,42 @@ def diagnose(
         from ncclscope.report.text import render_text
 
         render_text(result, sys.stdout, color=color)
-    if fail_on != "never":
-        threshold = Severity(fail_on)
-        if any(f.severity >= threshold for f in result.findings):
-            sys.exit(EXIT_FINDINGS)
+    if threshold is not None and any(f.severity >= threshold for f in result.findings):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _diagnose_jobs(jobs: list[JobDiagnosis], fmt: str, color: bool | None) -> None:
+    """Several jobs, each on its own: said on stderr, then one report per job."""
+    inputs = sum(len(j.group.inputs) for j in jobs)
+    click.echo(
+        f"ncclscope: the {inputs} inputs are {len(jobs)} jobs by what NCCL printed in them; "
+        "each is reported on its own (--one-job to mix them)",
+        err=True,
+    )
+    for j in jobs:
+        _print_damage(j.diagnosis.stats)
+    if fmt == "json":
+        from ncclscope.report.json_report import jobs_to_dict
+
+        pairs = [(j.group, j.diagnosis) for j in jobs]
+        click.echo(json.dumps(jobs_to_dict(pairs), indent=2, ensure_ascii=False))
+        return
+    for i, j in enumerate(jobs):
+        g = j.group
+        head = f"Job {g.job_id} ({len(g.inputs)} input(s), {g.basis.value}): " + "; ".join(
+            g.evidence
+        )
+        if fmt == "markdown":
+            from ncclscope.report.markdown import render_markdown
+            from ncclscope.report.safe import markdown_text
+
+            click.echo(("\n" if i else "") + f"**{markdown_text(head)}**\n")
+            click.echo(render_markdown(j.diagnosis), nl=False)
+        else:
+            from ncclscope.report.text import render_text
+
+            click.echo(("\n" if i else "") + f"=== {head}")
+            render_text(j.diagnosis, sys.stdout, color=color)
 
 
 @main.command()

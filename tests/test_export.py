@@ -79,8 +79,10 @@ def _normalised(rows: list[dict[str, Any]]) -> list[str]:
         if row.get("message"):
             # a message may name where its line is: the path differs, the file name does not
             row["message"] = _IN_MESSAGE.sub(r"\1", row["message"])
-        if row.get("evidence"):
+        if row.get("evidence") and isinstance(row["evidence"][0], dict):
             row["evidence"] = [{**e, "source": _name(e["source"])} for e in row["evidence"]]
+        if row.get("inputs"):  # the jobs table
+            row["inputs"] = [_name(i) for i in row["inputs"]]
         out.append(repr(sorted(row.items())))
     return sorted(out)
 

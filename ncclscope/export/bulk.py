@@ -399,12 +399,12 @@ class BulkReport:
         return line
 
     def summary(self, out: Path | str | Folder) -> str:
-        grouped = self.grouping() + "\n"
+        grouped = "\n" + self.grouping()
         if self.exported == 0:
-            return grouped + (
+            return (
                 f"nothing new: {self.skipped} job(s) ({self.skipped_sources} input(s)) already "
                 f"exported to {out}"
-            )
+            ) + grouped
         text = (
             f"exported {self.exported} job(s), {self.sources} input(s), {self.records} record(s), "
             f"{self.findings} finding(s) to {out} in {self.seconds:.1f} s with "
@@ -414,7 +414,7 @@ class BulkReport:
             text += f"; {self.skipped} unchanged job(s) skipped"
         if self.failed:
             text += f"; {self.failed} input(s) failed (see sources.status)"
-        return grouped + text
+        return text + grouped
 
 
 # Each worker process builds one parser and keeps it for all the jobs it is given.

@@ -98,7 +98,10 @@ def candidate_lines(stream: BinaryIO) -> list[str]:
     carry = b""
     read: Callable[[int], bytes] = getattr(stream, "read1", None) or stream.read
     while len(out) < _MAX_LINES:
-        data = read(_CHUNK)
+        try:
+            data = read(_CHUNK)
+        except Exception:  # a cut or corrupt stream: its export notes the damage
+            break
         if not data:
             break
         buf = carry + data
@@ -163,8 +166,11 @@ def _scan_archive(path: str) -> Scan:
     with fs.open_raw(path) as raw:
         hashing = _Hashing(raw)
         buffered = io.BufferedReader(hashing, _CHUNK)
-        for member in members_of(buffered, path, DEFAULT_LIMITS, Damage()):
-            units.append(_unit(path, member.name, member.source, member.stream))
+        try:
+            for member in members_of(buffered, path, DEFAULT_LIMITS, Damage()):
+                units.append(_unit(path, member.name, member.source, member.stream))
+        except Exception:  # a cut archive: the members read so far count
+            pass
         hashing.drain()
     return Scan(path, True, hashing.sha.hexdigest(), tuple(units))
 

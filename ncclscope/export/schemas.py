@@ -356,6 +356,17 @@ DuckDB reads a table with `read_parquet('OUT/records/*.parquet')`, polars with
 `pl.scan_parquet('OUT/records/*.parquet')`, and `ncclscope.load(OUT)` returns one polars
 LazyFrame per table.
 
+## Jobs
+
+A job is what NCCL's lines say it is, not a folder: `bulk` reads each input's communicators
+(`commId`, ranks, `nranks`), processes and NCCL versions and groups inputs that share a
+communicator or a process; without `commId` (NCCL < 2.16), the inputs of one folder whose ranks
+of one communicator size fit together. `jobs` has one row per job with the basis and the
+evidence; an input nothing tells about is kept apart with `decided` false. `--job-pattern` names
+the jobs of the inputs it matches; `--one-job` makes each folder or archive one job.
+(docs/fleet-scale.md#how-jobs-are-found.) Schema version 2 added `jobs` and this grouping: a
+`job_id` of version 1 was a folder or an archive.
+
 ## Why `records` holds the fields as JSON, beside typed tables
 
 The grammar knows more than a hundred record kinds and grows with every NCCL release. One wide
@@ -389,7 +400,9 @@ on.
 `ncclscope bulk` reads `sources` first. A job whose inputs (path and `input_sha256`) are exactly
 those already recorded for its job id is skipped without being parsed; a job with a new or
 changed input is exported again (all its files are replaced). A nightly run over a growing
-archive directory therefore only parses what is new.
+archive directory therefore only parses what is new. Job ids depend only on the inputs, so the
+same inputs get the same ids; a job recorded earlier whose inputs this run groups under other ids
+(a version-1 dataset, or a new input that joins two) has its files removed.
 
 ## Metadata
 

@@ -413,7 +413,7 @@ def _named(
             cids = sorted(
                 c.comm_id for ident in idents for c in ident.comms if c.comm_id is not None
             )
-            label = f"comm-{cids[0]}" if cids else _base(idents[0].input)
+            label = f"comm-{cids[0]}" if cids else min(_base(i.input) for i in idents)
             job_id = f"{_common(sorted(folders))}#{label}"
         base, k = job_id, 2
         while job_id in used:
