@@ -317,7 +317,52 @@ def group(identities: Sequence[Identity]) -> list[JobGroup]:
             )
     for (folder, world), pool in sorted(pools.items()):
         groups.extend(_fit_ranks(folder, world, pool, identities))
-    return _named(groups, identities)
+    return _named(_join_lone_processes(groups, identities), identities)
+
+
+def _join_lone_processes(
+    groups: list[tuple[list[int], Basis, list[str]]], identities: Sequence[Identity]
+) -> list[tuple[list[int], Basis, list[str]]]:
+    """A process that printed no ``Init`` line (its init lines lost, or it failed before) joins
+    the job of its folder that misses ranks and runs on its host, when there is exactly one
+    such job and nothing (version, Slurm id) contradicts it."""
+    out = [g for g in groups if g[1] is not Basis.PROCESS]
+    for members, basis, evidence in groups:
+        if basis is not Basis.PROCESS:
+            continue
+        idents = [identities[i] for i in members]
+        folders = {i.folder for i in idents}
+        hosts = {h for i in idents for h, _ in i.processes}
+        fits = []
+        for k, (others, obasis, _) in enumerate(out):
+            if obasis not in (Basis.COMMUNICATOR, Basis.RANKS, Basis.RANKS_IN_FOLDER):
+                continue
+            oids = [identities[i] for i in others]
+            view = _View(oids)
+            if (
+                {i.folder for i in oids} == folders
+                and len(folders) == 1
+                and not view.whole
+                and hosts <= {h for h, _ in view.processes}
+                and all(_compatible(a, b) for a in idents for b in oids)
+            ):
+                fits.append(k)
+        if len(fits) == 1:
+            others, obasis, oevidence = out[fits[0]]
+            why = (
+                f"{len(members)} input(s) of a process on {_listed(sorted(hosts))} that printed "
+                "no Init line: the only job of the folder that misses ranks on that host"
+            )
+            out[fits[0]] = (others + members, obasis, _dedupe_counted([*oevidence, why]))
+        else:
+            out.append((members, basis, evidence))
+    return out
+
+
+def _dedupe_counted(items: list[str]) -> list[str]:
+    """Evidence lines, each once, with how many times it came when more than once."""
+    counts = Counter(items)
+    return [f"{e} (x{counts[e]})" if counts[e] > 1 else e for e in dict.fromkeys(items)]
 
 
 def _dedupe(items: list[str]) -> list[str]:
