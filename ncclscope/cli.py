@@ -509,11 +509,14 @@ def bulk(
         runner = bulk_mod.LocalEngine(workers)
     files = bulk_mod.expand(paths, include)
     grouping = bulk_mod.Grouping.of(pattern=job_pattern, by_folder=one_job)
-    scans = runner.scan(files) if grouping.reads_logs else None
+    dest = out if is_url(out) else Path(out)
+    scans = None
+    if grouping.reads_logs:
+        priors = bulk_mod.prior_scans(dest)
+        scans = runner.scan(files, priors)
     plans = bulk_mod.plan_jobs(files, grouping, scans)
     hashes = {s.path: s.sha256 for s in scans or () if s.sha256 is not None}
     display = bulk_mod.ProgressBar() if progress else None
-    dest = out if is_url(out) else Path(out)
     report = bulk_mod.run(
         plans, dest, skip_known=not force, display=display, engine=runner, hashes=hashes
     )

@@ -337,3 +337,31 @@ def test_diagnose_of_one_jobs_files_is_one_job_version_1(tmp_path: Path) -> None
     assert json.loads(result.stdout)["schema_version"] == 1
     text = CliRunner().invoke(main, ["diagnose", *files, "--fail-on", "never"])
     assert "=== Job" not in text.stdout
+
+
+def test_a_rerun_reuses_the_recorded_identities_and_parses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _mixed(tmp_path / "mixed")
+    files = bulk.expand([str(tmp_path / "mixed")])
+    out = tmp_path / "ds"
+    first = bulk.plan_jobs(files, bulk.Grouping(), bulk.scan_inputs(files, 1))
+    bulk.run(first, out, workers=1)
+    priors = bulk.prior_scans(out)
+    assert sorted(priors) == sorted(files)
+
+    def no_parser() -> LineParser:
+        raise AssertionError("an unchanged input was parsed to find its job")
+
+    monkeypatch.setattr(bulk, "_worker_parser", no_parser)
+    scans = bulk.scan_inputs(files, 1, priors)
+    again = bulk.plan_jobs(files, bulk.Grouping(), scans)
+    assert [(p.job_id, p.inputs) for p in again] == [(p.job_id, p.inputs) for p in first]
+    hashes = {s.path: s.sha256 for s in scans if s.sha256}
+    report = bulk.run(again, out, workers=1, hashes=hashes)
+    assert report.skipped == 3 and report.exported == 0
+    # a changed input is read again
+    changed = Path(files[0])
+    changed.write_bytes(changed.read_bytes() + b"one more line\n")
+    rescanned = bulk.scan_inputs(files, 1, priors)
+    assert rescanned[0] is not priors[files[0]] and rescanned[0].units[0].lines

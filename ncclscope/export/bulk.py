@@ -30,7 +30,7 @@ from ncclscope._mp import pool_context
 from ncclscope.errors import InputError, UsageError
 from ncclscope.export import fs
 from ncclscope.export.fs import Folder
-from ncclscope.export.identify import Scan, identities, scan
+from ncclscope.export.identify import Scan, Unit, identities, scan
 from ncclscope.export.schemas import SOURCES, TABLES
 from ncclscope.export.writer import (
     Input,
@@ -190,11 +190,69 @@ def plan_jobs(
     return _plan_by_content(scans, grouping)
 
 
-def scan_inputs(files: Sequence[str], workers: int | None = None) -> list[Scan]:
+def scan_inputs(
+    files: Sequence[str], workers: int | None = None, priors: dict[str, Scan] | None = None
+) -> list[Scan]:
     """Every input scanned for its identity and hashed, on threads (hashlib, zlib and zstd let
-    go of the GIL)."""
+    go of the GIL); ``priors`` (``prior_scans``) spare reading the text of inputs exported
+    before."""
+    known = priors or {}
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        return list(pool.map(lambda f: scan(f, is_archive(f)), files))
+        return list(pool.map(lambda f: scan(f, is_archive(f), known.get(f)), files))
+
+
+def prior_scans(out: Path | str | Folder) -> dict[str, Scan]:
+    """What the dataset's ``sources`` recorded of each input path: its hash and its units'
+    identities, for ``scan`` to reuse while the input is unchanged. A path with a unit that
+    could not be read, or exported without identities (``--one-job``, an older ncclscope), has
+    none: it is scanned again."""
+    dest = fs.folder(out)
+    arrow = dest.arrow
+    columns = ["path", "member", "source", "input_sha256", "status", "identity"]
+
+    def read(part: str) -> list[list[object]]:
+        names = pq.read_schema(part, filesystem=arrow).names
+        if "identity" not in names:
+            return []
+        table = pq.read_table(part, columns=columns, filesystem=arrow)
+        return [table.column(i).to_pylist() for i in range(len(columns))]
+
+    with ThreadPoolExecutor(max_workers=_READERS) as pool:
+        parts = list(pool.map(read, dest.parquet_files(SOURCES.name)))
+    units: dict[str, list[Unit]] = defaultdict(list)
+    shas: dict[str, set[object]] = defaultdict(set)
+    bad: set[str] = set()
+    for columns_ in parts:
+        if not columns_:
+            continue
+        for path, member, source, sha, status, ident in zip(*columns_, strict=True):
+            assert isinstance(path, str)
+            shas[path].add(sha)
+            if status == "error" or sha is None or not isinstance(ident, str):
+                if member is not None or status == "error" or sha is None:
+                    bad.add(path)
+                continue  # an archive's own row (its damage notes) carries no identity
+            assert isinstance(source, str)
+            identity = grouping_mod.identity_from_json(source, ident)
+            units[path].append(
+                Unit(
+                    source,
+                    identity.folder,
+                    member if isinstance(member, str) else None,
+                    (),
+                    identity,
+                )
+            )
+    out_: dict[str, Scan] = {}
+    for path, found in units.items():
+        if path in bad or len(shas[path]) != 1:
+            continue
+        sha = next(iter(shas[path]))
+        assert isinstance(sha, str)
+        archive = any(u.member is not None for u in found)
+        ordered = tuple(sorted({u.source: u for u in found}.values(), key=lambda u: u.source))
+        out_[path] = Scan(path, archive, sha, ordered)
+    return out_
 
 
 def _plan_by_name(files: Sequence[str], grouping: Grouping) -> list[JobPlan]:
@@ -230,10 +288,12 @@ def _plan_by_content(scans: Sequence[Scan], grouping: Grouping) -> list[JobPlan]
     units: dict[str, tuple[Scan, str | None]] = {}
     idents: list[Identity] = []
     named: dict[str, list[str]] = defaultdict(list)
+    stored: dict[str, str] = {}
     for ident, (sc, member) in zip(
         identities(list(scans), _worker_parser), _units(scans), strict=True
     ):
         units[ident.input] = (sc, member)
+        stored[ident.input] = grouping_mod.identity_to_json(ident)
         job = grouping.match(ident.input)
         if job is not None:
             named[job].append(ident.input)
@@ -261,6 +321,7 @@ def _plan_by_content(scans: Sequence[Scan], grouping: Grouping) -> list[JobPlan]
                 g.basis.value,
                 g.evidence,
                 g.inputs,
+                tuple((name, stored[name]) for name in g.inputs),
             )
         )
     return plans
@@ -486,7 +547,7 @@ class Engine(Protocol):
     """Scans the inputs for their identities where they are stored; runs ``do_job`` on every
     job and adds each result to the report as it comes."""
 
-    def scan(self, files: Sequence[str]) -> list[Scan]: ...
+    def scan(self, files: Sequence[str], priors: dict[str, Scan] | None = None) -> list[Scan]: ...
 
     def run(
         self,
@@ -616,8 +677,8 @@ class LocalEngine:
 
     workers: int | None = None
 
-    def scan(self, files: Sequence[str]) -> list[Scan]:
-        return scan_inputs(files, self.workers)
+    def scan(self, files: Sequence[str], priors: dict[str, Scan] | None = None) -> list[Scan]:
+        return scan_inputs(files, self.workers, priors)
 
     def run(
         self,

@@ -83,7 +83,7 @@ class DaskEngine:
         with cluster, distributed.Client(cluster) as client:
             yield client
 
-    def scan(self, files: Sequence[str]) -> list[Scan]:
+    def scan(self, files: Sequence[str], priors: dict[str, Scan] | None = None) -> list[Scan]:
         """Each input scanned for its identity by a worker, where it is stored: only its hash
         and its few identity lines come back."""
         if any(is_process_local_path(f) for f in files):
@@ -94,7 +94,14 @@ class DaskEngine:
         if not files:
             return []
         with self.client() as client:
-            futures = client.map(scan, list(files), [is_archive(f) for f in files], pure=False)
+            known = priors or {}
+            futures = client.map(
+                scan,
+                list(files),
+                [is_archive(f) for f in files],
+                [known.get(f) for f in files],
+                pure=False,
+            )
             return list(client.gather(futures))
 
     def run(

@@ -55,6 +55,8 @@ class Unit:
     #: the member's name inside the archive; None for a file
     member: str | None
     lines: tuple[str, ...]
+    #: the identity, when an earlier export recorded it for the same bytes (no line to parse)
+    identity: Identity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +161,16 @@ def _take(body: bytes, out: list[str], infos: list[int]) -> None:
         out.append(line.decode("utf-8", "replace"))
 
 
-def scan(path: str, archive: bool) -> Scan:
+def scan(path: str, archive: bool, prior: Scan | None = None) -> Scan:
     """Hash one input as stored and collect its units' candidate lines, in one read (a zip,
-    read by its index at the end, is hashed on its own)."""
+    read by its index at the end, is hashed on its own).
+
+    ``prior``: what an earlier export recorded for this path (identities, not lines); when the
+    input still has that hash, it is returned without reading the text, so a run over inputs
+    already exported only hashes them, as it did before jobs were read from the logs."""
     try:
+        if prior is not None and prior.sha256 == fs.sha256(path):
+            return prior
         if archive:
             return _scan_archive(path)
         with fs.open_raw(path) as raw:
@@ -215,6 +223,9 @@ def identities(scans: list[Scan], parser: Callable[[], LineParser]) -> Iterator[
             yield Identity(s.path, folder_of(s.path))
             continue
         for unit in s.units:
+            if unit.identity is not None:
+                yield unit.identity
+                continue
             records: list[Record] = []
             if unit.lines:
                 lp = lp or parser()

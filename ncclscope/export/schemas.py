@@ -139,6 +139,13 @@ SOURCES = Table(
         Column("status", pa.string(), "`ok`, `damaged` (read with notes) or `error`", False),
         Column("error", pa.string(), "why the input could not be read or parsed (status error)"),
         Column("damage", pa.list_(pa.string()), "what was wrong with its bytes, one sentence each"),
+        Column(
+            "identity",
+            pa.string(),
+            "what grouped it into its job, as JSON: its folder, communicators (`[commId, nranks, "
+            "ranks]`), processes (`[host, pid]`) and NCCL versions; the next run reuses it for "
+            "an input whose `input_sha256` is unchanged (null: not grouped by content)",
+        ),
     ),
     "job_id, then input order (paths sorted, members in archive order)",
 )

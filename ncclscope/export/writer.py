@@ -76,6 +76,8 @@ class JobPlan:
     evidence: tuple[str, ...] = ()
     #: the names of the job's inputs (paths, ``archive:member``); empty: the inputs' paths
     names: tuple[str, ...] = ()
+    #: (input name, its identity as JSON) for ``sources.identity``: the next run reuses them
+    identities: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -330,6 +332,7 @@ class JobExport:
         }
         self.builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
         self.sources: list[Row] = []
+        self._identities = dict(plan.identities)
         #: NCCL versions the banners of each source printed, in order
         self._versions: dict[str, list[str]] = {}
         self.result = JobResult(plan.job_id)
@@ -490,6 +493,7 @@ class JobExport:
                 "status": status,
                 "error": stats.error,
                 "damage": stats.damaged.summary(),
+                "identity": self._identities.get(stats.source) if status != "error" else None,
             }
         )
 

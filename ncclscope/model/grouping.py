@@ -28,6 +28,7 @@ them (``ncclscope.export.identify``); ``diagnose`` takes them from the records i
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections import Counter, defaultdict
@@ -140,6 +141,34 @@ def identity_of(source: str, folder: str, records: Iterable[Record]) -> Identity
         for (cid, n), ranks in sorted(comms.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))
     )
     return Identity(source, folder, seen, frozenset(processes), frozenset(versions))
+
+
+def identity_to_json(ident: Identity) -> str:
+    """An identity as the ``sources.identity`` column keeps it (the input's name is the row's
+    ``source``)."""
+    return json.dumps(
+        {
+            "folder": ident.folder,
+            "comms": [[c.comm_id, c.nranks, sorted(c.ranks)] for c in ident.comms],
+            "processes": sorted([h, p] for h, p in ident.processes),
+            "versions": sorted(ident.versions),
+        },
+        separators=(",", ":"),
+    )
+
+
+def identity_from_json(source: str, text: str) -> Identity:
+    """The identity ``identity_to_json`` wrote for ``source``."""
+    data = json.loads(text)
+    return Identity(
+        source,
+        str(data["folder"]),
+        tuple(
+            CommSeen(c, int(n), frozenset(int(r) for r in ranks)) for c, n, ranks in data["comms"]
+        ),
+        frozenset((str(h), int(p)) for h, p in data["processes"]),
+        frozenset(str(v) for v in data["versions"]),
+    )
 
 
 def is_identity_record(rec: Record) -> bool:
