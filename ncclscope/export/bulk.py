@@ -226,29 +226,21 @@ def prior_scans(out: Path | str | Folder) -> dict[str, Scan]:
         if not columns_:
             continue
         for path, member, source, sha, status, ident in zip(*columns_, strict=True):
-            assert isinstance(path, str)
+            if not isinstance(path, str):
+                continue
             shas[path].add(sha)
             if status == "error" or sha is None or not isinstance(ident, str):
                 if member is not None or status == "error" or sha is None:
                     bad.add(path)
                 continue  # an archive's own row (its damage notes) carries no identity
-            assert isinstance(source, str)
-            identity = grouping_mod.identity_from_json(source, ident)
-            units[path].append(
-                Unit(
-                    source,
-                    identity.folder,
-                    member if isinstance(member, str) else None,
-                    (),
-                    identity,
-                )
-            )
+            identity = grouping_mod.identity_from_json(str(source), ident)
+            name = member if isinstance(member, str) else None
+            units[path].append(Unit(str(source), identity.folder, name, (), identity))
     out_: dict[str, Scan] = {}
     for path, found in units.items():
         if path in bad or len(shas[path]) != 1:
             continue
-        sha = next(iter(shas[path]))
-        assert isinstance(sha, str)
+        sha = str(next(iter(shas[path])))
         archive = any(u.member is not None for u in found)
         ordered = tuple(sorted({u.source: u for u in found}.values(), key=lambda u: u.source))
         out_[path] = Scan(path, archive, sha, ordered)

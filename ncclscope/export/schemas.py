@@ -86,8 +86,9 @@ JOBS = Table(
         Column(
             "basis",
             pa.string(),
-            "why its inputs are one job: `communicator` (a shared commId), `ranks` (all ranks of "
-            "its communicators in one input), `ranks-in-folder` (ranks of one folder's inputs fit "
+            "why its inputs are one job: `communicator` (a shared commId), `ranks` (no commId and "
+            "no other input to fit its ranks with: all ranks of its communicators, or all that "
+            "were found), `ranks-in-folder` (ranks of one folder's inputs fit "
             "together, NCCL < 2.16), `process` (one process), `undecided` (kept apart: nothing "
             "NCCL printed tells), `pattern` (`--job-pattern`), `folder` (`--one-job`), `one-job` "
             "(`export`)",
