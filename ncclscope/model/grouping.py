@@ -13,7 +13,9 @@ banners printed. ``group`` turns identities into jobs:
    folder) that each show part of a communicator of one size are one job when no rank of that
    size appears twice among them and their NCCL versions agree. When a rank does appear twice,
    which run each input belongs to cannot be told: each is kept apart and the evidence says so.
-4. An input that shows no communicator and no process (no NCCL line that tells) is kept apart,
+4. A process that printed no ``Init`` line (its lines lost, or it failed before) joins the job of
+   its folder that misses ranks and runs on its host, when there is exactly one such job.
+5. An input that shows no communicator and no process (no NCCL line that tells) is kept apart,
    undecided.
 
 File and folder names are hints only: the folder bounds step 3, and ``slurm-<id>.out`` names with
@@ -22,8 +24,9 @@ folder's path when the job is the whole folder, the input's name when it is one 
 folder and the job's smallest ``commId`` or first input), so exporting the same inputs again gives
 the same ids.
 
-Pure: no I/O. ``ncclscope bulk`` gathers identities with a cheap scan of the lines that carry
-them (``ncclscope.export.identify``); ``diagnose`` takes them from the records it parsed anyway.
+Pure: no I/O. ``ncclscope bulk`` and ``diagnose`` gather identities with a cheap scan of the
+lines that carry them (``ncclscope.export.identify``); ``identity_of`` gives the same identity
+from a full parse's records (tested on every real log).
 """
 
 from __future__ import annotations
