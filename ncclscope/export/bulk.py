@@ -444,7 +444,11 @@ class BulkReport:
         parts = [
             f"{self.bases[b.value]} {_BASIS_TEXT[b]}" for b in Basis if self.bases.get(b.value)
         ]
-        line = f"grouped {self.inputs} input(s) into {self.jobs} job(s)"
+        line = (
+            f"grouped {self.inputs} input(s) into {self.jobs} job(s)"
+            if self.inputs
+            else f"{self.jobs} job(s)"
+        )
         if parts:
             line += ": " + ", ".join(parts)
         if self.regrouped:
@@ -628,7 +632,8 @@ def run(
     known = before if skip_known else {}
     report = BulkReport(jobs=len(plans))
     report.bases = Counter(p.basis for p in plans)
-    report.inputs = sum(len(p.names) or len(p.inputs) for p in plans)
+    # inputs are counted where the grouping named them (members of archives included)
+    report.inputs = sum(len(p.names) for p in plans) if all(p.names for p in plans) else 0
     report.regrouped = _remove_regrouped(plans, before, dest)
     (engine or LocalEngine(workers)).run(plans, dest, known, report, display, hashes)
     report.results.sort(key=lambda r: r.job_id)
