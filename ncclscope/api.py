@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats, parse_path
+from ncclscope.parse.reader import STDIN
 
 if TYPE_CHECKING:
     # Imported where used: `parse` needs neither the model nor the rules (~0.1 s of start-up).
     from ncclscope.engine import Comparison, Diagnosis
+    from ncclscope.model.grouping import JobGroup
     from ncclscope.model.job import Job
     from ncclscope.parse.stream import Progress
 
@@ -93,3 +95,43 @@ def diff(
         else []
     )
     return Comparison(good=good_d, bad=bad_d, changes=changes, outliers=outliers(bad_d.job))
+
+
+@dataclass
+class JobDiagnosis:
+    """One job of several inputs: which inputs, why they are one job, and its diagnosis."""
+
+    group: JobGroup
+    diagnosis: Diagnosis
+
+
+def group_paths(paths: Iterable[str | os.PathLike[str]], one_job: bool = False) -> list[JobGroup]:
+    """The jobs that inputs form, by what NCCL printed in them (``ncclscope.model.grouping``):
+    each input is scanned for the lines that tell (``ncclscope.export.identify``), not parsed.
+    ``one_job`` (or a single input, or stdin among them) makes them one job."""
+    from ncclscope.export.identify import identities, scan
+    from ncclscope.model.grouping import Basis, group, single
+
+    names = [os.fspath(p) for p in paths]
+    if one_job or len(names) < 2 or STDIN in names:
+        why = "--one-job" if one_job else ("one input" if len(names) < 2 else "stdin is read once")
+        return [single(names[0] if names else STDIN, names, Basis.ONE_JOB, why)]
+    scans = [scan(name, False) if os.path.isfile(name) else None for name in names]
+    if any(sc is None or sc.error is not None for sc in scans):
+        # parsing them says what is wrong, in the words it always used
+        return [single(names[0], names, Basis.ONE_JOB, "an input cannot be read")]
+    return group(list(identities([sc for sc in scans if sc is not None], LineParser)))
+
+
+def diagnose_jobs(
+    paths: Iterable[str | os.PathLike[str]],
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    limits: Limits = DEFAULT_LIMITS,
+    one_job: bool = False,
+    progress: Progress | None = None,
+) -> list[JobDiagnosis]:
+    """``diagnose`` for each job the inputs form (``group_paths``), in job-id order, so that no
+    finding compares ranks of different jobs."""
+    groups = group_paths(paths, one_job)
+    return [JobDiagnosis(g, diagnose(g.inputs, select, ignore, limits, progress)) for g in groups]

@@ -12,11 +12,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from ncclscope import __version__
+
+if TYPE_CHECKING:
+    from ncclscope.api import JobDiagnosis
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -240,6 +243,11 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     metavar="FILE",
     help="Also write the whole report, uncut, to FILE (in --format's format).",
 )
+@click.option(
+    "--one-job",
+    is_flag=True,
+    help="Diagnose the inputs as one job even when what NCCL printed says they are several.",
+)
 def diagnose(
     paths: tuple[str, ...],
     fmt: str,
@@ -249,22 +257,35 @@ def diagnose(
     color: bool | None,
     markdown_budget: int,
     full_report: str | None,
+    one_job: bool,
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
-    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin.
+    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin. Inputs that
+    NCCL's lines say are several jobs (different communicators, versions, rank sets) are
+    reported job by job (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
     """
     from ncclscope import api
     from ncclscope.report.progress import ReadProgress, wanted
     from ncclscope.rules.base import Severity
 
     with ReadProgress("diagnose") as bar:
-        result = api.diagnose(
+        jobs = api.diagnose_jobs(
             paths,
             select=_split(select),
             ignore=_split(ignore),
+            one_job=one_job,
             progress=bar if wanted(fmt == "text") else None,
         )
+    threshold = None if fail_on == "never" else Severity(fail_on)
+    if len(jobs) > 1:
+        _diagnose_jobs(jobs, fmt, color)
+        if threshold is not None and any(
+            f.severity >= threshold for j in jobs for f in j.diagnosis.findings
+        ):
+            sys.exit(EXIT_FINDINGS)
+        return
+    result = jobs[0].diagnosis
     _print_damage(result.stats)
     if fmt == "json":
         from ncclscope.report.json_report import diagnosis_to_dict
@@ -280,10 +301,42 @@ def diagnose(
         render_text(result, sys.stdout, color=color)
     if full_report is not None:
         _write_full_report(full_report, fmt, result)
-    if fail_on != "never":
-        threshold = Severity(fail_on)
-        if any(f.severity >= threshold for f in result.findings):
-            sys.exit(EXIT_FINDINGS)
+    if threshold is not None and any(f.severity >= threshold for f in result.findings):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _diagnose_jobs(jobs: list[JobDiagnosis], fmt: str, color: bool | None) -> None:
+    """Several jobs, each on its own: said on stderr, then one report per job."""
+    inputs = sum(len(j.group.inputs) for j in jobs)
+    click.echo(
+        f"ncclscope: the {inputs} inputs are {len(jobs)} jobs by what NCCL printed in them; "
+        "each is reported on its own (--one-job to mix them)",
+        err=True,
+    )
+    for j in jobs:
+        _print_damage(j.diagnosis.stats)
+    if fmt == "json":
+        from ncclscope.report.json_report import jobs_to_dict
+
+        pairs = [(j.group, j.diagnosis) for j in jobs]
+        click.echo(json.dumps(jobs_to_dict(pairs), indent=2, ensure_ascii=False))
+        return
+    for i, j in enumerate(jobs):
+        g = j.group
+        head = f"Job {g.job_id} ({len(g.inputs)} input(s), {g.basis.value}): " + "; ".join(
+            g.evidence
+        )
+        if fmt == "markdown":
+            from ncclscope.report.markdown import render_markdown
+            from ncclscope.report.safe import markdown_text
+
+            click.echo(("\n" if i else "") + f"**{markdown_text(head)}**\n")
+            click.echo(render_markdown(j.diagnosis), nl=False)
+        else:
+            from ncclscope.report.text import render_text
+
+            click.echo(("\n" if i else "") + f"=== {head}")
+            render_text(j.diagnosis, sys.stdout, color=color)
 
 
 def _topo_hosts(result: Any, fmt: str) -> None:
@@ -499,6 +552,12 @@ def export(
     help="Worker processes (default: one per core).",
 )
 @click.option("--force", is_flag=True, help="Export every job again, changed or not.")
+@click.option(
+    "--one-job",
+    is_flag=True,
+    help="Each directory or archive is one job, whatever its logs say (the grouping before "
+    "jobs were read from the logs).",
+)
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option(
     "--engine",
@@ -519,6 +578,7 @@ def bulk(
     include: tuple[str, ...],
     workers: int | None,
     force: bool,
+    one_job: bool,
     progress: bool,
     engine: str | None,
     scheduler: str | None,
@@ -527,9 +587,11 @@ def bulk(
     new.
 
     PATH: directories (recursive), globs, log files, .tar/.tar.gz/.tar.zst/.zip archives (read
-    as streams), as paths or fsspec URLs (s3://, gs://, file://, ...; OUT too). One directory or
-    archive is one job unless --job-pattern says otherwise. Jobs whose inputs are already in OUT
-    (same sha256) are skipped. docs/fleet-scale.md: Dask, Slurm, Kubernetes.
+    as streams), as paths or fsspec URLs (s3://, gs://, file://, ...; OUT too). Inputs are
+    grouped into jobs by what NCCL printed in them (communicators' commId, ranks, processes,
+    versions; the `jobs` table says why), --job-pattern names the jobs of the inputs it matches,
+    --one-job makes each directory or archive one job. Jobs whose inputs are already in OUT (same
+    sha256) are skipped. docs/fleet-scale.md: how jobs are found; Dask, Slurm, Kubernetes.
     """
     from pathlib import Path
 
@@ -553,10 +615,18 @@ def bulk(
     else:
         runner = bulk_mod.LocalEngine(workers)
     files = bulk_mod.expand(paths, include)
-    plans = bulk_mod.plan_jobs(files, bulk_mod.Grouping.of(pattern=job_pattern))
-    display = bulk_mod.ProgressBar() if progress else None
+    grouping = bulk_mod.Grouping.of(pattern=job_pattern, by_folder=one_job)
     dest = out if is_url(out) else Path(out)
-    report = bulk_mod.run(plans, dest, skip_known=not force, display=display, engine=runner)
+    scans = None
+    if grouping.reads_logs:
+        priors = bulk_mod.prior_scans(dest)
+        scans = runner.scan(files, priors)
+    plans = bulk_mod.plan_jobs(files, grouping, scans)
+    hashes = {s.path: s.sha256 for s in scans or () if s.sha256 is not None}
+    display = bulk_mod.ProgressBar() if progress else None
+    report = bulk_mod.run(
+        plans, dest, skip_known=not force, display=display, engine=runner, hashes=hashes
+    )
     click.echo(report.summary(dest))
 
 

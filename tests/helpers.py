@@ -71,3 +71,42 @@ def load_cases(directory: Path) -> list[tuple[str, dict[str, Any]]]:
         for i, case in enumerate(cases):
             out.append((f"{path.stem}[{i}]", case))
     return out
+
+
+def split_by_process(log: Path, out: Path, name: str = "rank-{rank}.log") -> list[Path]:
+    """A real multi-process log split the way per-rank launchers (``torchrun --log-dir``,
+    ``mpirun --output-filename``, one file per Slurm task) leave it: one file per ``host:pid``,
+    its lines verbatim and in order. A line without ``host:pid`` (a launcher's, a framework's, a
+    bare version banner) goes to the file of the process that printed the line before it (the
+    first process for lines before any). Files are named by the process's rank in its first
+    ``Init`` line (its order of appearance when it printed none)."""
+    from ncclscope.model.records.init import CommInit
+    from ncclscope.parse.parser import parse_path
+
+    owner: dict[int, tuple[str, int]] = {}
+    rank_of: dict[tuple[str, int], int] = {}
+    order: list[tuple[str, int]] = []
+    for rec in parse_path(log):
+        if rec.host is None or rec.pid is None:
+            continue
+        proc = (rec.host, rec.pid)
+        owner.setdefault(rec.line, proc)
+        if proc not in order:
+            order.append(proc)
+        if isinstance(rec, CommInit):
+            rank_of.setdefault(proc, rec.rank)
+    assert order, f"{log}: no host:pid in it"
+    lines = log.read_bytes().splitlines(keepends=True)
+    by_proc: dict[tuple[str, int], list[bytes]] = {p: [] for p in order}
+    current = order[0]
+    for number, raw in enumerate(lines, start=1):
+        current = owner.get(number, current)
+        by_proc[current].append(raw)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, proc in enumerate(order):
+        path = out / name.format(rank=rank_of.get(proc, i), host=proc[0], pid=proc[1])
+        assert not path.exists(), f"{path}: two processes with one name"
+        path.write_bytes(b"".join(by_proc[proc]))
+        paths.append(path)
+    return paths

@@ -124,11 +124,20 @@ def test_archives_are_jobs_read_as_streams(tmp_path: Path, kind: str) -> None:
     else:
         _tar_zst(archive, files, logs)
     out = tmp_path / "ds"
-    report = bulk.run(bulk.plan_jobs([str(archive)], bulk.Grouping()), out, workers=1)
-    assert (report.exported, report.sources, report.records) == (1, 8, 26)
-    sources = ncclscope.load(out).sources.collect()
+    # the archive's two folders hold two jobs (two commIds): read from the logs, two jobs
+    plans = bulk.plan_jobs([str(archive)], bulk.Grouping())
+    assert [p.job_id for p in plans] == [f"{archive}:job0000", f"{archive}:job0001"]
+    assert [p.basis for p in plans] == ["communicator"] * 2
+    report = bulk.run(plans, out, workers=1)
+    assert (report.exported, report.sources, report.records) == (2, 8, 26)
+    sources = ncclscope.load(out).sources.collect().sort("source")
     assert sources["member"].to_list() == [str(f.relative_to(logs)) for f in files]
-    assert set(sources["job_id"]) == {str(archive)}
+    # --one-job: the archive is one job, as before jobs were read from the logs
+    whole = bulk.run(
+        bulk.plan_jobs([str(archive)], bulk.Grouping(by_folder=True)), tmp_path / "one", 1
+    )
+    assert (whole.exported, whole.sources, whole.records) == (1, 8, 26)
+    assert set(ncclscope.load(tmp_path / "one").sources.collect()["job_id"]) == {str(archive)}
     # by pattern, the members of one archive become two jobs
     pattern = bulk.Grouping.of(pattern=r"(job\d+)/")
     plans = bulk.plan_jobs([str(archive)], pattern)

@@ -8,6 +8,7 @@ docs/fleet-queries.md from what the queries give (review the diff).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -79,8 +80,14 @@ def _normalised(rows: list[dict[str, Any]]) -> list[str]:
         if row.get("message"):
             # a message may name where its line is: the path differs, the file name does not
             row["message"] = _IN_MESSAGE.sub(r"\1", row["message"])
-        if row.get("evidence"):
+        if row.get("evidence") and isinstance(row["evidence"][0], dict):
             row["evidence"] = [{**e, "source": _name(e["source"])} for e in row["evidence"]]
+        if row.get("inputs"):  # the jobs table
+            row["inputs"] = [_name(i) for i in row["inputs"]]
+        if row.get("identity"):  # its folder is where the input lies
+            identity = json.loads(row["identity"])
+            del identity["folder"]
+            row["identity"] = identity
         out.append(repr(sorted(row.items())))
     return sorted(out)
 

@@ -17,7 +17,7 @@ import glob
 import os
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -30,7 +30,8 @@ from ncclscope._mp import pool_context
 from ncclscope.errors import InputError, UsageError
 from ncclscope.export import fs
 from ncclscope.export.fs import Folder
-from ncclscope.export.schemas import SOURCES
+from ncclscope.export.identify import Scan, Unit, identities, scan
+from ncclscope.export.schemas import SOURCES, TABLES
 from ncclscope.export.writer import (
     Input,
     JobPlan,
@@ -38,8 +39,11 @@ from ncclscope.export.writer import (
     export_job,
     is_known,
     job_hashes,
+    part_name,
     skipped,
 )
+from ncclscope.model import grouping as grouping_mod
+from ncclscope.model.grouping import Basis, Identity
 from ncclscope.parse.parser import LineParser
 from ncclscope.parse.reader import Damage
 from ncclscope.parse.stream import Progress
@@ -123,14 +127,19 @@ def expand(paths: Iterable[str], include: Sequence[str] = ()) -> list[str]:
 
 @dataclass(frozen=True)
 class Grouping:
-    """How inputs become jobs: one job for all (``job_id``), a pattern, or one per directory or
-    archive (the default)."""
+    """How inputs become jobs: one job for all (``job_id``), one per directory or archive
+    (``by_folder``, the behaviour before jobs were read from the logs), else by what NCCL printed
+    in them (``ncclscope.model.grouping``), with ``pattern`` naming the jobs of the inputs it
+    matches."""
 
     job_id: str | None = None
     pattern: re.Pattern[str] | None = None
+    by_folder: bool = False
 
     @classmethod
-    def of(cls, job_id: str | None = None, pattern: str | None = None) -> Grouping:
+    def of(
+        cls, job_id: str | None = None, pattern: str | None = None, by_folder: bool = False
+    ) -> Grouping:
         compiled = None
         if pattern:
             try:
@@ -139,7 +148,12 @@ class Grouping:
                 raise UsageError(
                     f"--job-pattern {pattern!r} is not a regular expression: {exc}"
                 ) from None
-        return cls(job_id, compiled)
+        return cls(job_id, compiled, by_folder)
+
+    @property
+    def reads_logs(self) -> bool:
+        """Whether the inputs' identities decide the jobs (they must be scanned first)."""
+        return self.job_id is None and not self.by_folder
 
     def default(self, path: str, archive: bool) -> str:
         if self.job_id is not None:
@@ -159,19 +173,190 @@ class Grouping:
         return m.group(1) if self.pattern.groups else m.group(0)
 
 
-def plan_jobs(files: Sequence[str], grouping: Grouping) -> list[JobPlan]:
-    """Jobs in job-id order, each with its inputs in the order found."""
+def plan_jobs(
+    files: Sequence[str],
+    grouping: Grouping,
+    scans: Sequence[Scan] | None = None,
+    workers: int | None = None,
+) -> list[JobPlan]:
+    """Jobs in job-id order, each with its inputs in the order found.
+
+    When the logs decide (``grouping.reads_logs``), ``scans`` are the inputs' scans
+    (``ncclscope.export.identify.scan``, in ``files`` order); without them the inputs are
+    scanned here on ``workers`` threads."""
+    if not grouping.reads_logs:
+        return _plan_by_name(files, grouping)
+    if scans is None:
+        scans = scan_inputs(files, workers)
+    return _plan_by_content(scans, grouping)
+
+
+def scan_inputs(
+    files: Sequence[str], workers: int | None = None, priors: dict[str, Scan] | None = None
+) -> list[Scan]:
+    """Every input scanned for its identity and hashed, on threads (hashlib, zlib and zstd let
+    go of the GIL); ``priors`` (``prior_scans``) spare reading the text of inputs exported
+    before."""
+    known = priors or {}
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        return list(pool.map(lambda f: scan(f, is_archive(f), known.get(f)), files))
+
+
+def prior_scans(out: Path | str | Folder) -> dict[str, Scan]:
+    """What the dataset's ``sources`` recorded of each input path: its hash and its units'
+    identities, for ``scan`` to reuse while the input is unchanged. A path with a unit that
+    could not be read, or exported without identities (``--one-job``, an older ncclscope), has
+    none: it is scanned again."""
+    dest = fs.folder(out)
+    arrow = dest.arrow
+    columns = ["path", "member", "source", "input_sha256", "status", "identity"]
+
+    def read(part: str) -> list[list[object]]:
+        names = pq.read_schema(part, filesystem=arrow).names
+        if "identity" not in names:
+            return []
+        table = pq.read_table(part, columns=columns, filesystem=arrow)
+        return [table.column(i).to_pylist() for i in range(len(columns))]
+
+    with ThreadPoolExecutor(max_workers=_READERS) as pool:
+        parts = list(pool.map(read, dest.parquet_files(SOURCES.name)))
+    units: dict[str, list[Unit]] = defaultdict(list)
+    shas: dict[str, set[object]] = defaultdict(set)
+    bad: set[str] = set()
+    for columns_ in parts:
+        if not columns_:
+            continue
+        for path, member, source, sha, status, ident in zip(*columns_, strict=True):
+            if not isinstance(path, str):
+                continue
+            shas[path].add(sha)
+            if status == "error" or sha is None or not isinstance(ident, str):
+                if member is not None or status == "error" or sha is None:
+                    bad.add(path)
+                continue  # an archive's own row (its damage notes) carries no identity
+            identity = grouping_mod.identity_from_json(str(source), ident)
+            name = member if isinstance(member, str) else None
+            units[path].append(Unit(str(source), identity.folder, name, (), identity))
+    out_: dict[str, Scan] = {}
+    for path, found in units.items():
+        if path in bad or len(shas[path]) != 1:
+            continue
+        sha = str(next(iter(shas[path])))
+        archive = any(u.member is not None for u in found)
+        ordered = tuple(sorted({u.source: u for u in found}.values(), key=lambda u: u.source))
+        out_[path] = Scan(path, archive, sha, ordered)
+    return out_
+
+
+def _plan_by_name(files: Sequence[str], grouping: Grouping) -> list[JobPlan]:
     inputs: dict[str, list[Input]] = defaultdict(list)
+    patterned: set[str] = set()
     for path in files:
         archive = is_archive(path)
         default = grouping.default(path, archive)
         if archive and grouping.pattern is not None:
             for job, members in _split_archive(path, grouping, default).items():
                 inputs[job].append(Input(path, archive=True, members=members))
+                if job != default:
+                    patterned.add(job)
             continue
         job = grouping.match(path) or default
+        if job != default:
+            patterned.add(job)
         inputs[job].append(Input(path, archive=archive))
-    return [JobPlan(job, tuple(inputs[job])) for job in sorted(inputs)]
+    if grouping.job_id is not None:
+        basis, why = Basis.ONE_JOB, "all inputs are one job"
+    else:
+        basis, why = Basis.FOLDER, "its folder or archive (--one-job)"
+    return [
+        JobPlan(job, tuple(inputs[job]), Basis.PATTERN.value, ("--job-pattern",))
+        if job in patterned
+        else JobPlan(job, tuple(inputs[job]), basis.value, (why,))
+        for job in sorted(inputs)
+    ]
+
+
+def _plan_by_content(scans: Sequence[Scan], grouping: Grouping) -> list[JobPlan]:
+    """Jobs from the inputs' identities; inputs the pattern names keep the pattern's job."""
+    units: dict[str, tuple[Scan, str | None]] = {}
+    idents: list[Identity] = []
+    named: dict[str, list[str]] = defaultdict(list)
+    stored: dict[str, str] = {}
+    for ident, (sc, member) in zip(
+        identities(list(scans), _worker_parser), _units(scans), strict=True
+    ):
+        units[ident.input] = (sc, member)
+        stored[ident.input] = grouping_mod.identity_to_json(ident)
+        job = grouping.match(ident.input)
+        if job is not None:
+            named[job].append(ident.input)
+        else:
+            idents.append(ident)
+    groups = grouping_mod.group(idents)
+    groups += [
+        grouping_mod.single(job, names, Basis.PATTERN, "--job-pattern")
+        for job, names in named.items()
+    ]
+    taken = {g.job_id for g in groups}
+    if len(taken) < len(groups):
+        dup = sorted(j for j in taken if sum(g.job_id == j for g in groups) > 1)
+        raise UsageError(f"--job-pattern gives job id {dup[0]!r}, which the logs also give")
+    members_of_archive: dict[str, int] = defaultdict(int)
+    for sc, member in units.values():
+        if member is not None:
+            members_of_archive[sc.path] += 1
+    plans = []
+    for g in sorted(groups, key=lambda g: g.job_id):
+        plans.append(
+            JobPlan(
+                g.job_id,
+                _inputs([units[name] for name in g.inputs], members_of_archive),
+                g.basis.value,
+                g.evidence,
+                g.inputs,
+                tuple((name, stored[name]) for name in g.inputs),
+            )
+        )
+    return plans
+
+
+def _units(scans: Sequence[Scan]) -> Iterable[tuple[Scan, str | None]]:
+    """(scan, member) of every identity ``identities`` yields, in the same order."""
+    for sc in scans:
+        if sc.error is not None or not sc.units:
+            yield sc, None
+            continue
+        for unit in sc.units:
+            yield sc, unit.member
+
+
+def _inputs(
+    units: Sequence[tuple[Scan, str | None]], members_of_archive: dict[str, int]
+) -> tuple[Input, ...]:
+    """A job's inputs: its files, and each archive once with the members that are the job's
+    (None: all of them)."""
+    out: list[Input] = []
+    members: dict[str, set[str]] = {}
+    for sc, member in units:
+        if member is None:
+            out.append(Input(sc.path, archive=sc.archive))
+            continue
+        if sc.path not in members:
+            members[sc.path] = set()
+            out.append(Input(sc.path, archive=True))
+        members[sc.path].add(member)
+    return tuple(
+        Input(
+            i.path,
+            True,
+            None
+            if len(members[i.path]) == members_of_archive[i.path]
+            else frozenset(members[i.path]),
+        )
+        if i.path in members
+        else i
+        for i in out
+    )
 
 
 def _split_archive(path: str, grouping: Grouping, default: str) -> dict[str, frozenset[str] | None]:
@@ -210,6 +395,18 @@ def exported(out: Path | str | Folder) -> dict[str, frozenset[tuple[str, str]]]:
     return {job: frozenset(v) for job, v in known.items() if job not in failed}
 
 
+_BASIS_TEXT = {
+    Basis.COMMUNICATOR: "by shared communicator",
+    Basis.RANKS: "by ranks",
+    Basis.RANKS_IN_FOLDER: "by ranks in a folder",
+    Basis.PROCESS: "by process",
+    Basis.UNDECIDED: "undecided, kept apart (see the jobs table)",
+    Basis.PATTERN: "by --job-pattern",
+    Basis.FOLDER: "by folder or archive (--one-job)",
+    Basis.ONE_JOB: "named on the command line",
+}
+
+
 @dataclass
 class BulkReport:
     jobs: int = 0
@@ -224,6 +421,11 @@ class BulkReport:
     seconds: float = 0.0
     workers: int = 1
     results: list[JobResult] = field(default_factory=list)
+    #: inputs (files, archive members) planned, and how many jobs each basis made
+    inputs: int = 0
+    bases: Counter[str] = field(default_factory=Counter)
+    #: jobs of an earlier run removed because this run groups their inputs differently
+    regrouped: int = 0
 
     def add(self, r: JobResult) -> None:
         self.results.append(r)
@@ -238,12 +440,29 @@ class BulkReport:
         self.records += r.records
         self.findings += r.findings
 
+    def grouping(self) -> str:
+        """How the inputs were grouped into jobs, one line."""
+        parts = [
+            f"{self.bases[b.value]} {_BASIS_TEXT[b]}" for b in Basis if self.bases.get(b.value)
+        ]
+        line = (
+            f"grouped {self.inputs} input(s) into {self.jobs} job(s)"
+            if self.inputs
+            else f"{self.jobs} job(s)"
+        )
+        if parts:
+            line += ": " + ", ".join(parts)
+        if self.regrouped:
+            line += f"; {self.regrouped} job(s) of an earlier run grouped differently, removed"
+        return line
+
     def summary(self, out: Path | str | Folder) -> str:
+        grouped = "\n" + self.grouping()
         if self.exported == 0:
             return (
                 f"nothing new: {self.skipped} job(s) ({self.skipped_sources} input(s)) already "
                 f"exported to {out}"
-            )
+            ) + grouped
         text = (
             f"exported {self.exported} job(s), {self.sources} input(s), {self.records} record(s), "
             f"{self.findings} finding(s) to {out} in {self.seconds:.1f} s with "
@@ -253,7 +472,7 @@ class BulkReport:
             text += f"; {self.skipped} unchanged job(s) skipped"
         if self.failed:
             text += f"; {self.failed} input(s) failed (see sources.status)"
-        return text
+        return text + grouped
 
 
 # Each worker process builds one parser and keeps it for all the jobs it is given.
@@ -291,14 +510,23 @@ def do_job(task: JobTask, progress: Progress | None = None) -> JobResult:
 
 
 def _triage(
-    plans: Sequence[JobPlan], known: dict[str, frozenset[tuple[str, str]]], workers: int
+    plans: Sequence[JobPlan],
+    known: dict[str, frozenset[tuple[str, str]]],
+    workers: int,
+    hashes: dict[str, str] | None = None,
 ) -> tuple[list[tuple[JobPlan, dict[str, str]]], list[JobResult]]:
     """Jobs to export (with their inputs' hashes) and jobs skipped as already exported.
 
     Hashing reads every input once, in threads (hashlib lets go of the GIL), before any
-    parsing: a run with nothing new neither compiles the grammar nor starts a process."""
+    parsing; inputs scanned for their identity were hashed by the scan (``hashes``)."""
+
+    def plan_hashes(plan: JobPlan) -> dict[str, str]:
+        if hashes is not None and all(i.path in hashes for i in plan.inputs):
+            return {i.path: hashes[i.path] for i in plan.inputs}
+        return job_hashes(plan)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        all_hashes = list(pool.map(job_hashes, plans))
+        all_hashes = list(pool.map(plan_hashes, plans))
     todo: list[tuple[JobPlan, dict[str, str]]] = []
     done: list[JobResult] = []
     for plan, hashes in zip(plans, all_hashes, strict=True):
@@ -311,7 +539,10 @@ def _triage(
 
 
 class Engine(Protocol):
-    """Runs ``do_job`` on every job and adds each result to the report as it comes."""
+    """Scans the inputs for their identities where they are stored; runs ``do_job`` on every
+    job and adds each result to the report as it comes."""
+
+    def scan(self, files: Sequence[str], priors: dict[str, Scan] | None = None) -> list[Scan]: ...
 
     def run(
         self,
@@ -320,6 +551,7 @@ class Engine(Protocol):
         known: dict[str, frozenset[tuple[str, str]]],
         report: BulkReport,
         display: Display | None,
+        hashes: dict[str, str] | None = None,
     ) -> None: ...
 
 
@@ -383,19 +615,48 @@ def run(
     skip_known: bool = True,
     display: Display | None = None,
     engine: Engine | None = None,
+    hashes: dict[str, str] | None = None,
 ) -> BulkReport:
     """Export jobs to ``out`` (a path or a URL) on ``engine`` (default: this machine's cores,
     ``workers`` of them); jobs whose inputs are already in ``out`` are skipped unless
-    ``skip_known`` is False."""
+    ``skip_known`` is False. ``hashes``: the inputs' sha256 where a scan computed them.
+
+    A job of an earlier run whose inputs are all among this run's but that this run groups
+    under other ids (a dataset of an older ncclscope, or logs that now tell more) is removed,
+    so no input is counted in two jobs."""
     start = time.perf_counter()
     dest = fs.folder(out)
     dest.makedirs()
-    known = exported(dest) if skip_known else {}
+    before = exported(dest)
+    known = before if skip_known else {}
     report = BulkReport(jobs=len(plans))
-    (engine or LocalEngine(workers)).run(plans, dest, known, report, display)
+    report.bases = Counter(p.basis for p in plans)
+    # inputs are counted where the grouping named them (members of archives included)
+    report.inputs = sum(len(p.names) for p in plans) if all(p.names for p in plans) else 0
+    report.regrouped = _remove_regrouped(plans, before, dest)
+    (engine or LocalEngine(workers)).run(plans, dest, known, report, display, hashes)
     report.results.sort(key=lambda r: r.job_id)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _remove_regrouped(
+    plans: Sequence[JobPlan], before: dict[str, frozenset[tuple[str, str]]], dest: Folder
+) -> int:
+    """Remove the jobs of an earlier run that this run's jobs replace; their count."""
+    ids = {p.job_id for p in plans}
+    paths = {i.path for p in plans for i in p.inputs}
+    stale = [
+        job
+        for job, inputs in before.items()
+        if job not in ids and inputs and all(path in paths for path, _ in inputs)
+    ]
+    for job in stale:
+        name = part_name(job)
+        # sources first: a run cut short here finds the job gone, not half there
+        for table in [SOURCES.name, *(t for t in TABLES if t != SOURCES.name)]:
+            dest.remove(dest.path(table, name))
+    return len(stale)
 
 
 def is_process_local(plans: Sequence[JobPlan], out: Folder) -> bool:
@@ -414,6 +675,9 @@ class LocalEngine:
     #: told how far each input is read, where jobs run in this process (one at a time)
     progress: Progress | None = None
 
+    def scan(self, files: Sequence[str], priors: dict[str, Scan] | None = None) -> list[Scan]:
+        return scan_inputs(files, self.workers, priors)
+
     def run(
         self,
         plans: Sequence[JobPlan],
@@ -421,9 +685,10 @@ class LocalEngine:
         known: dict[str, frozenset[tuple[str, str]]],
         report: BulkReport,
         display: Display | None,
+        hashes: dict[str, str] | None = None,
     ) -> None:
         cores = self.workers or os.cpu_count() or 1
-        todo, done = _triage(plans, known, cores)
+        todo, done = _triage(plans, known, cores, hashes)
         local = is_process_local(plans, out)
         n = 1 if local else max(1, min(cores, len(todo)))
         for result in done:

@@ -27,9 +27,12 @@ from ncclscope.export.bulk import (
     Display,
     JobTask,
     do_job,
+    is_archive,
     is_process_local,
 )
 from ncclscope.export.fs import Folder
+from ncclscope.export.fs import is_process_local as is_process_local_path
+from ncclscope.export.identify import Scan, scan
 from ncclscope.export.writer import JobPlan
 
 #: how long to wait for a scheduler to answer before saying it cannot be reached
@@ -80,6 +83,27 @@ class DaskEngine:
         with cluster, distributed.Client(cluster) as client:
             yield client
 
+    def scan(self, files: Sequence[str], priors: dict[str, Scan] | None = None) -> list[Scan]:
+        """Each input scanned for its identity by a worker, where it is stored: only its hash
+        and its few identity lines come back."""
+        if any(is_process_local_path(f) for f in files):
+            raise UsageError(
+                "memory:// inputs live in this process only; Dask workers cannot see them "
+                "(use --engine local)"
+            )
+        if not files:
+            return []
+        with self.client() as client:
+            known = priors or {}
+            futures = client.map(
+                scan,
+                list(files),
+                [is_archive(f) for f in files],
+                [known.get(f) for f in files],
+                pure=False,
+            )
+            return list(client.gather(futures))
+
     def run(
         self,
         plans: Sequence[JobPlan],
@@ -87,13 +111,16 @@ class DaskEngine:
         known: dict[str, frozenset[tuple[str, str]]],
         report: BulkReport,
         display: Display | None,
+        hashes: dict[str, str] | None = None,
     ) -> None:
         if is_process_local(plans, out):
             raise UsageError(
                 "memory:// inputs or output live in this process only; Dask workers cannot "
                 "see them (use --engine local)"
             )
-        tasks = [JobTask(plan, out, known.get(plan.job_id)) for plan in plans]
+        tasks = [
+            JobTask(plan, out, known.get(plan.job_id), _hashes_of(plan, hashes)) for plan in plans
+        ]
         if not tasks:
             return
         distributed = _distributed()
@@ -122,3 +149,10 @@ class DaskEngine:
             finally:
                 if display is not None:
                     display.stop()
+
+
+def _hashes_of(plan: JobPlan, hashes: dict[str, str] | None) -> dict[str, str] | None:
+    """The inputs' hashes a scan computed, when it has them all; None: the worker hashes."""
+    if hashes is None or not all(i.path in hashes for i in plan.inputs):
+        return None
+    return {i.path: hashes[i.path] for i in plan.inputs}

@@ -138,14 +138,15 @@ def size(path: str) -> int | None:
 def sha256(path: str) -> str:
     """sha256 of an input as stored; OSError (or InputError) when it cannot be read."""
     h = hashlib.sha256()
-    with _open_raw(path) as handle:
+    with open_raw(path) as handle:
         while chunk := handle.read(_HASH_CHUNK):
             h.update(chunk)
     return h.hexdigest()
 
 
 @contextmanager
-def _open_raw(path: str) -> Iterator[BinaryIO]:
+def open_raw(path: str) -> Iterator[BinaryIO]:
+    """An input as stored (compressed or not), as a binary stream."""
     if not is_url(path):
         with open(path, "rb") as handle:
             yield handle
@@ -168,7 +169,7 @@ def open_log(path: str, limits: Limits | None, damage: Damage) -> Iterator[Binar
         with _open_local(path, limits, damage) as stream:
             yield stream
         return
-    with _open_raw(path) as raw:
+    with open_raw(path) as raw:
         yield decompressing(raw, "", limits, damage)
 
 
@@ -178,7 +179,7 @@ def archive_members(path: str, limits: Limits | None, damage: Damage) -> Iterato
     if not is_url(path):
         yield from iter_members(path, limits, damage)
         return
-    with _open_raw(path) as raw:
+    with open_raw(path) as raw:
         yield from members_of(raw, path, limits, damage)
 
 

@@ -17,7 +17,9 @@ import pyarrow as pa
 
 from ncclscope import __version__
 
-SCHEMA_VERSION = 1
+#: 2: the `jobs` table, and job ids found from the logs' content (communicators, ranks,
+#: processes) rather than from folders: the same `job_id` column now means another grouping
+SCHEMA_VERSION = 2
 META_SCHEMA_VERSION = b"ncclscope.schema_version"
 META_NCCLSCOPE_VERSION = b"ncclscope.version"
 META_TABLE = b"ncclscope.table"
@@ -71,6 +73,47 @@ _PROCESS = (
 
 _INTS = pa.list_(pa.int32())
 
+JOBS = Table(
+    "jobs",
+    "job: how its inputs were found to be one job",
+    (
+        Column(
+            "job_id",
+            pa.string(),
+            "the job's id, stable when the same inputs are exported again",
+            False,
+        ),
+        Column(
+            "basis",
+            pa.string(),
+            "why its inputs are one job: `communicator` (a shared commId), `ranks` (no commId and "
+            "no other input to fit its ranks with: all ranks of its communicators, or all that "
+            "were found), `ranks-in-folder` (ranks of one folder's inputs fit "
+            "together, NCCL < 2.16), `process` (one process), `undecided` (kept apart: nothing "
+            "NCCL printed tells), `pattern` (`--job-pattern`), `folder` (`--one-job`), `one-job` "
+            "(`export`)",
+            False,
+        ),
+        Column(
+            "decided",
+            pa.bool_(),
+            "false when the logs could not tell and the input was kept apart",
+            False,
+        ),
+        Column(
+            "inputs",
+            pa.list_(pa.string()),
+            "its inputs: paths or `archive:member`, as `sources.source`",
+        ),
+        Column(
+            "evidence",
+            pa.list_(pa.string()),
+            "what grouped them: shared communicators and processes, ranks, versions",
+        ),
+    ),
+    "job_id",
+)
+
 SOURCES = Table(
     "sources",
     "one input file or archive member",
@@ -97,6 +140,13 @@ SOURCES = Table(
         Column("status", pa.string(), "`ok`, `damaged` (read with notes) or `error`", False),
         Column("error", pa.string(), "why the input could not be read or parsed (status error)"),
         Column("damage", pa.list_(pa.string()), "what was wrong with its bytes, one sentence each"),
+        Column(
+            "identity",
+            pa.string(),
+            "what grouped it into its job, as JSON: its folder, communicators (`[commId, nranks, "
+            "ranks]`), processes (`[host, pid]`) and NCCL versions; the next run reuses it for "
+            "an input whose `input_sha256` is unchanged (null: not grouped by content)",
+        ),
     ),
     "job_id, then input order (paths sorted, members in archive order)",
 )
@@ -285,7 +335,18 @@ FINDINGS = Table(
 
 TABLES: dict[str, Table] = {
     t.name: t
-    for t in (SOURCES, RECORDS, RANKS, CONNECTIONS, RINGS, TREES, COLLECTIVES, ERRORS, FINDINGS)
+    for t in (
+        JOBS,
+        SOURCES,
+        RECORDS,
+        RANKS,
+        CONNECTIONS,
+        RINGS,
+        TREES,
+        COLLECTIVES,
+        ERRORS,
+        FINDINGS,
+    )
 }
 
 DESIGN = """\
@@ -302,6 +363,17 @@ most 16,384 rows as the records stream by: memory does not grow with the size of
 DuckDB reads a table with `read_parquet('OUT/records/*.parquet')`, polars with
 `pl.scan_parquet('OUT/records/*.parquet')`, and `ncclscope.load(OUT)` returns one polars
 LazyFrame per table.
+
+## Jobs
+
+A job is what NCCL's lines say it is, not a folder: `bulk` reads each input's communicators
+(`commId`, ranks, `nranks`), processes and NCCL versions and groups inputs that share a
+communicator or a process; without `commId` (NCCL < 2.16), the inputs of one folder whose ranks
+of one communicator size fit together. `jobs` has one row per job with the basis and the
+evidence; an input nothing tells about is kept apart with `decided` false. `--job-pattern` names
+the jobs of the inputs it matches; `--one-job` makes each folder or archive one job.
+(docs/fleet-scale.md#how-jobs-are-found.) Schema version 2 added `jobs` and this grouping: a
+`job_id` of version 1 was a folder or an archive.
 
 ## Why `records` holds the fields as JSON, beside typed tables
 
@@ -336,7 +408,9 @@ on.
 `ncclscope bulk` reads `sources` first. A job whose inputs (path and `input_sha256`) are exactly
 those already recorded for its job id is skipped without being parsed; a job with a new or
 changed input is exported again (all its files are replaced). A nightly run over a growing
-archive directory therefore only parses what is new.
+archive directory therefore only parses what is new. Job ids depend only on the inputs, so the
+same inputs get the same ids; a job recorded earlier whose inputs this run groups under other ids
+(a version-1 dataset, or a new input that joins two) has its files removed.
 
 ## Metadata
 

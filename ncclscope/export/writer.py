@@ -31,6 +31,7 @@ from ncclscope.export.schemas import (
     COLLECTIVES,
     ERRORS,
     FINDINGS,
+    JOBS,
     RANKS,
     SOURCES,
     TABLES,
@@ -68,6 +69,13 @@ class Input:
 class JobPlan:
     job_id: str
     inputs: tuple[Input, ...]
+    #: why these inputs are one job (``ncclscope.model.grouping.Basis``) and the evidence
+    basis: str = "one-job"
+    evidence: tuple[str, ...] = ()
+    #: the names of the job's inputs (paths, ``archive:member``); empty: the inputs' paths
+    names: tuple[str, ...] = ()
+    #: (input name, its identity as JSON) for ``sources.identity``: the next run reuses them
+    identities: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -324,6 +332,7 @@ class JobExport:
         }
         self.builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
         self.sources: list[Row] = []
+        self._identities = dict(plan.identities)
         #: NCCL versions the banners of each source printed, in order
         self._versions: dict[str, list[str]] = {}
         self.result = JobResult(plan.job_id)
@@ -461,6 +470,7 @@ class JobExport:
                 "status": status,
                 "error": stats.error,
                 "damage": stats.damaged.summary(),
+                "identity": self._identities.get(stats.source) if status != "error" else None,
             }
         )
 
@@ -475,9 +485,23 @@ class JobExport:
     # -- job-level tables ----------------------------------------------------------------------
 
     def _job_tables(self, job: Job) -> None:
+        self._job_row()
         self._ranks(job)
         self._errors(job)
         self._findings(job)
+
+    def _job_row(self) -> None:
+        plan = self.plan
+        names = plan.names or tuple(i.path for i in plan.inputs)
+        self.writers[JOBS.name].add(
+            {
+                "job_id": self.job_id,
+                "basis": plan.basis,
+                "decided": plan.basis != "undecided",
+                "inputs": list(names),
+                "evidence": list(plan.evidence),
+            }
+        )
 
     def _ranks(self, job: Job) -> None:
         timings = {(t.host, t.pid, t.rank, t.nranks): t.total for t in job.of(InitTimings)}

@@ -1,0 +1,531 @@
+"""Which inputs are one job: inputs grouped by what NCCL printed in them, with the evidence.
+
+A job is what NCCL says it is. Each input (a file, an archive member) has an *identity*: the
+communicators it shows (``commId`` from 2.16 on, shared by every rank of a communicator; ``rank``
+and ``nranks`` always), the processes (``host:pid``) that printed them, and the NCCL versions its
+banners printed. ``group`` turns identities into jobs:
+
+1. Inputs that share a communicator (its ``commId``) are one job; so are inputs that share a
+   process, unless their NCCL versions differ (a pid reused on a host by a later job).
+2. What is linked that way and shows all ranks of its communicators, or shows ``commId``, or is a
+   single process, is a job on its own.
+3. Without ``commId`` (NCCL < 2.16) ranks are all there is: the inputs of one folder (or archive
+   folder) that each show part of a communicator of one size are one job when no rank of that
+   size appears twice among them and their NCCL versions agree. When a rank does appear twice,
+   which run each input belongs to cannot be told: each is kept apart and the evidence says so.
+4. A process that printed no ``Init`` line (its lines lost, or it failed before) joins the job of
+   its folder that misses ranks and runs on its host, when there is exactly one such job.
+5. An input that shows no communicator and no process (no NCCL line that tells) is kept apart,
+   undecided.
+
+File and folder names are hints only: the folder bounds step 3, and ``slurm-<id>.out`` names with
+different ids are never joined by ranks alone. Job ids are derived from the inputs only (a
+folder's path when the job is the whole folder, the input's name when it is one input, else the
+folder and the job's smallest ``commId`` or first input), so exporting the same inputs again gives
+the same ids.
+
+Pure: no I/O. ``ncclscope bulk`` and ``diagnose`` gather identities with a cheap scan of the
+lines that carry them (``ncclscope.export.identify``); ``identity_of`` gives the same identity
+from a full parse's records (tested on every real log).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ncclscope.model.enums import Level
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import CommInit
+from ncclscope.model.records.version_env import VersionBanner
+
+#: ``slurm-<jobid>.out`` and ``slurm-<jobid>_<array task>.out``: sbatch's default output names
+_SLURM = re.compile(r"(?:^|[/\\:])slurm-(\d+(?:_\d+)?)(?:\.\d+)?\.(?:out|err|log)$")
+#: ``NCCL INFO`` lines at the start of an input whose processes count in its identity
+FIRST_INFO = 64
+#: how many communicators or processes evidence lists by name
+_SHOWN = 3
+
+
+class Basis(StrEnum):
+    """Why inputs are one job (the ``jobs`` table's ``basis``)."""
+
+    #: they share a communicator's ``commId``, or one input shows a ``commId`` of its own
+    COMMUNICATOR = "communicator"
+    #: one input with all ranks of its communicators (NCCL < 2.16)
+    RANKS = "ranks"
+    #: inputs of one folder whose ranks of one communicator size fit together (NCCL < 2.16)
+    RANKS_IN_FOLDER = "ranks-in-folder"
+    #: one process, or inputs that share a process, and no communicator tells more
+    PROCESS = "process"
+    #: nothing NCCL printed tells: kept apart
+    UNDECIDED = "undecided"
+    #: ``--job-pattern`` named the job
+    PATTERN = "pattern"
+    #: ``bulk --one-job``: each folder or archive is one job, whatever its logs say
+    FOLDER = "folder"
+    #: ``export``, ``diagnose --one-job``: every input is one job
+    ONE_JOB = "one-job"
+
+
+@dataclass(frozen=True, slots=True)
+class CommSeen:
+    """A communicator as one input shows it: its ``commId`` (None before 2.16), its size and the
+    ranks the input printed."""
+
+    comm_id: str | None
+    nranks: int
+    ranks: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What one input says about the job it belongs to."""
+
+    #: the input's name: a path, or ``archive:member``
+    input: str
+    #: where it was found: its directory, or ``archive`` / ``archive:dir`` for a member
+    folder: str
+    comms: tuple[CommSeen, ...] = ()
+    processes: frozenset[tuple[str, int]] = frozenset()
+    versions: frozenset[str] = frozenset()
+
+    @property
+    def slurm_id(self) -> str | None:
+        m = _SLURM.search(self.input)
+        return m.group(1) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class JobGroup:
+    """One job: its id, its inputs (in the order given) and why they are one job."""
+
+    job_id: str
+    inputs: tuple[str, ...]
+    basis: Basis
+    evidence: tuple[str, ...]
+
+    @property
+    def decided(self) -> bool:
+        return self.basis is not Basis.UNDECIDED
+
+
+# -- identities from records --------------------------------------------------------------------
+
+
+def identity_of(source: str, folder: str, records: Iterable[Record]) -> Identity:
+    """The identity of an input from its records: its ``Init`` lines, version banners and
+    warnings, and the processes of its first ``FIRST_INFO`` ``NCCL INFO`` lines (a process that
+    printed no ``Init`` line still says who it is). Only these are read, so that a scan that
+    parses only those lines (``bulk``) and a full parse (``diagnose``) give the same identity."""
+    comms: dict[tuple[str | None, int], set[int]] = defaultdict(set)
+    processes: set[tuple[str, int]] = set()
+    versions: set[str] = set()
+    infos = 0
+    for rec in records:
+        if rec.level is Level.INFO:
+            infos += 1
+        if isinstance(rec, CommInit):
+            cid = f"0x{rec.comm_id:x}" if rec.comm_id is not None else None
+            comms[(cid, rec.nranks)].add(rec.rank)
+        elif isinstance(rec, VersionBanner):
+            versions.add(rec.nccl_version)
+        elif rec.level is not Level.WARN and not (rec.level is Level.INFO and infos <= FIRST_INFO):
+            continue
+        if rec.host is not None and rec.pid is not None:
+            processes.add((rec.host, rec.pid))
+    seen = tuple(
+        CommSeen(cid, n, frozenset(ranks))
+        for (cid, n), ranks in sorted(comms.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))
+    )
+    return Identity(source, folder, seen, frozenset(processes), frozenset(versions))
+
+
+def identity_to_json(ident: Identity) -> str:
+    """An identity as the ``sources.identity`` column keeps it (the input's name is the row's
+    ``source``)."""
+    return json.dumps(
+        {
+            "folder": ident.folder,
+            "comms": [[c.comm_id, c.nranks, sorted(c.ranks)] for c in ident.comms],
+            "processes": sorted([h, p] for h, p in ident.processes),
+            "versions": sorted(ident.versions),
+        },
+        separators=(",", ":"),
+    )
+
+
+def identity_from_json(source: str, text: str) -> Identity:
+    """The identity ``identity_to_json`` wrote for ``source``."""
+    data = json.loads(text)
+    return Identity(
+        source,
+        str(data["folder"]),
+        tuple(
+            CommSeen(c, int(n), frozenset(int(r) for r in ranks)) for c, n, ranks in data["comms"]
+        ),
+        frozenset((str(h), int(p)) for h, p in data["processes"]),
+        frozenset(str(v) for v in data["versions"]),
+    )
+
+
+def is_identity_record(rec: Record) -> bool:
+    """Whether ``identity_of`` may read this record."""
+    return isinstance(rec, CommInit | VersionBanner) or rec.level in (Level.WARN, Level.INFO)
+
+
+# -- grouping -----------------------------------------------------------------------------------
+
+
+class _Links:
+    """Union-find over input indexes, remembering why each pair was joined."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+        self.why: dict[int, list[str]] = defaultdict(list)
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def join(self, a: int, b: int, why: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        # the smaller index stays the root: components are named in input order
+        if rb < ra:
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        self.why[ra].extend(self.why.pop(rb, []))
+        self.why[ra].append(why)
+
+
+@dataclass
+class _Component:
+    members: list[int]
+    links: list[str] = field(default_factory=list)
+
+
+def _compatible(a: Identity, b: Identity) -> bool:
+    """Whether two inputs may be one job as far as their versions and Slurm ids go."""
+    if a.versions and b.versions and not (a.versions & b.versions):
+        return False
+    sa, sb = a.slurm_id, b.slurm_id
+    return sa is None or sb is None or sa == sb
+
+
+def _ranks_of(ident: Identity, comm_id: str) -> frozenset[int]:
+    """The ranks of a communicator (by commId) an input shows."""
+    return frozenset(r for c in ident.comms if c.comm_id == comm_id for r in c.ranks)
+
+
+def _ranks_text(ranks: Iterable[int]) -> str:
+    """``0-7, 9``: ranks as ranges."""
+    out: list[str] = []
+    run: list[int] = []
+    for r in sorted(ranks):
+        if run and r == run[-1] + 1:
+            run.append(r)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [r]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def _listed(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_SHOWN])
+    return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")
+
+
+class _View:
+    """What a set of inputs shows together."""
+
+    def __init__(self, ids: Sequence[Identity]) -> None:
+        self.by_id: dict[str, tuple[int, set[int]]] = {}
+        self.by_size: dict[int, set[int]] = defaultdict(set)
+        self.processes: set[tuple[str, int]] = set()
+        self.versions: set[str] = set()
+        for ident in ids:
+            self.processes |= ident.processes
+            self.versions |= ident.versions
+            for c in ident.comms:
+                if c.comm_id is not None:
+                    ranks = self.by_id.setdefault(c.comm_id, (c.nranks, set()))[1]
+                    ranks |= c.ranks
+                else:
+                    self.by_size[c.nranks] |= c.ranks
+
+    @property
+    def whole(self) -> bool:
+        return all(len(r) >= n for n, r in self.by_id.values()) and all(
+            len(r) >= n for n, r in self.by_size.items()
+        )
+
+    @property
+    def world(self) -> int | None:
+        """The largest communicator size without ``commId`` (every process joins it once)."""
+        return max(self.by_size, default=None)
+
+    def describe(self) -> list[str]:
+        out: list[str] = []
+        comms = sorted(self.by_id.items())
+        if comms:
+            texts = [
+                f"{cid} (ranks {_ranks_text(r)} of {n})" if len(r) < n else f"{cid} ({n} ranks)"
+                for cid, (n, r) in comms
+            ]
+            out.append(f"communicator{'s' if len(comms) > 1 else ''} " + _listed(texts))
+        for n, ranks in sorted(self.by_size.items(), reverse=True):
+            if len(ranks) >= n:
+                out.append(f"all {n} ranks of a communicator of {n}")
+            else:
+                missing = sorted(set(range(n)) - ranks)
+                out.append(
+                    f"ranks {_ranks_text(ranks)} of a communicator of {n} "
+                    f"(missing {_ranks_text(missing)})"
+                )
+        if self.processes:
+            hosts = {h for h, _ in self.processes}
+            out.append(f"{len(self.processes)} process(es) on {len(hosts)} host(s)")
+        if self.versions:
+            out.append("NCCL " + ", ".join(sorted(self.versions)))
+        return out
+
+
+def group(identities: Sequence[Identity]) -> list[JobGroup]:
+    """Jobs of the inputs, in job-id order; each input is in exactly one job."""
+    n = len(identities)
+    links = _Links(n)
+    owners: dict[str, list[int]] = defaultdict(list)
+    procs: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for i, ident in enumerate(identities):
+        for c in ident.comms:
+            if c.comm_id is not None:
+                owners[c.comm_id].append(i)
+        for p in ident.processes:
+            procs[p].append(i)
+    for cid, idx in sorted(owners.items()):
+        # Every rank of a communicator is one process: inputs that show the same rank of a
+        # commId are two runs (a commId can repeat across jobs: two real SGLang jobs of the
+        # corpus print the same one), and inputs whose versions or Slurm ids differ are too.
+        claimed = {i: _ranks_of(identities[i], cid) for i in idx}
+        taken = set(claimed[idx[0]])
+        for j in idx[1:]:
+            if claimed[j] & taken or not _compatible(identities[idx[0]], identities[j]):
+                continue
+            taken |= claimed[j]
+            links.join(idx[0], j, f"share communicator {cid}")
+    for (host, pid), idx in sorted(procs.items()):
+        for j in idx[1:]:
+            if _compatible(identities[idx[0]], identities[j]):
+                links.join(idx[0], j, f"share process {host}:{pid}")
+    comps: dict[int, _Component] = {}
+    for i in range(n):
+        root = links.find(i)
+        comps.setdefault(root, _Component([], links.why.get(root, []))).members.append(i)
+
+    groups: list[tuple[list[int], Basis, list[str]]] = []
+    # partial communicators without commId, by (folder, size of the largest one)
+    pools: dict[tuple[str, int], list[_Component]] = defaultdict(list)
+    for root in sorted(comps):
+        comp = comps[root]
+        ids = [identities[i] for i in comp.members]
+        view = _View(ids)
+        link = _dedupe(comp.links)
+        if view.by_id:
+            groups.append((comp.members, Basis.COMMUNICATOR, link + view.describe()))
+        elif view.by_size and view.whole:
+            groups.append((comp.members, Basis.RANKS, link + view.describe()))
+        elif view.by_size:
+            folders = {ident.folder for ident in ids}
+            world = view.world
+            assert world is not None
+            if len(folders) == 1:
+                pools[(folders.pop(), world)].append(comp)
+            else:
+                groups.append((comp.members, Basis.RANKS, link + view.describe()))
+        elif view.processes:
+            groups.append((comp.members, Basis.PROCESS, link + view.describe()))
+        else:
+            groups.append(
+                (comp.members, Basis.UNDECIDED, ["no communicator, process or version printed"])
+            )
+    for (folder, world), pool in sorted(pools.items()):
+        groups.extend(_fit_ranks(folder, world, pool, identities))
+    return _named(_join_lone_processes(groups, identities), identities)
+
+
+def _join_lone_processes(
+    groups: list[tuple[list[int], Basis, list[str]]], identities: Sequence[Identity]
+) -> list[tuple[list[int], Basis, list[str]]]:
+    """A process that printed no ``Init`` line (its init lines lost, or it failed before) joins
+    the job of its folder that misses ranks and runs on its host, when there is exactly one
+    such job and nothing (version, Slurm id) contradicts it."""
+    out = [g for g in groups if g[1] is not Basis.PROCESS]
+    for members, basis, evidence in groups:
+        if basis is not Basis.PROCESS:
+            continue
+        idents = [identities[i] for i in members]
+        folders = {i.folder for i in idents}
+        hosts = {h for i in idents for h, _ in i.processes}
+        fits = []
+        for k, (others, obasis, _) in enumerate(out):
+            if obasis not in (Basis.COMMUNICATOR, Basis.RANKS, Basis.RANKS_IN_FOLDER):
+                continue
+            oids = [identities[i] for i in others]
+            view = _View(oids)
+            if (
+                {i.folder for i in oids} == folders
+                and len(folders) == 1
+                and not view.whole
+                and hosts <= {h for h, _ in view.processes}
+                and all(_compatible(a, b) for a in idents for b in oids)
+            ):
+                fits.append(k)
+        if len(fits) == 1:
+            others, obasis, oevidence = out[fits[0]]
+            why = (
+                f"{len(members)} input(s) of a process on {_listed(sorted(hosts))} that printed "
+                "no Init line: the only job of the folder that misses ranks on that host"
+            )
+            out[fits[0]] = (others + members, obasis, _dedupe_counted([*oevidence, why]))
+        else:
+            out.append((members, basis, evidence))
+    return out
+
+
+def _dedupe_counted(items: list[str]) -> list[str]:
+    """Evidence lines, each once, with how many times it came when more than once."""
+    counts = Counter(items)
+    return [f"{e} (x{counts[e]})" if counts[e] > 1 else e for e in dict.fromkeys(items)]
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    """Link reasons, each once, the first few by name."""
+    uniq = list(dict.fromkeys(items))
+    if len(uniq) <= _SHOWN:
+        return uniq
+    return [*uniq[:_SHOWN], f"and {len(uniq) - _SHOWN} more shared communicators or processes"]
+
+
+def _fit_ranks(
+    folder: str, world: int, pool: list[_Component], identities: Sequence[Identity]
+) -> list[tuple[list[int], Basis, list[str]]]:
+    """Inputs of one folder that each show part of a communicator of size ``world`` (no
+    ``commId``): one job per NCCL version and Slurm id when no rank appears twice, else each
+    apart."""
+    out: list[tuple[list[int], Basis, list[str]]] = []
+    by_key: dict[tuple[str | None, str | None], list[_Component]] = defaultdict(list)
+    unknown: list[_Component] = []
+    for comp in pool:
+        view = _View([identities[i] for i in comp.members])
+        versions = sorted(view.versions)
+        slurm = {identities[i].slurm_id for i in comp.members} - {None}
+        if len(versions) > 1 or len(slurm) > 1:
+            unknown.append(comp)  # contradicts itself: cannot be placed
+            continue
+        by_key[(versions[0] if versions else None, slurm.pop() if slurm else None)].append(comp)
+    # Old NCCL prints its banner from rank 0 only: inputs without a version join the one version
+    # the folder shows, if it shows one.
+    for slurm_id in {s for _, s in by_key}:
+        known = [k for k in by_key if k[1] == slurm_id and k[0] is not None]
+        bare = (None, slurm_id)
+        if len(known) == 1 and bare in by_key:
+            by_key[known[0]].extend(by_key.pop(bare))
+    for key in sorted(by_key, key=lambda k: (k[0] or "", k[1] or "")):
+        comps = by_key[key]
+        counts: Counter[int] = Counter()
+        for comp in comps:
+            view = _View([identities[i] for i in comp.members])
+            counts.update(view.by_size[world])
+        twice = sorted(r for r, c in counts.items() if c > 1)
+        if twice and len(comps) > 1:
+            why = (
+                f"rank {_ranks_text(twice)} of a communicator of {world} appears in several "
+                f"inputs of {folder} and no commId tells which run each belongs to"
+            )
+            unknown.extend(comps)
+            for comp in comps:
+                out.append((comp.members, Basis.UNDECIDED, [why]))
+            continue
+        members = sorted(i for comp in comps for i in comp.members)
+        view = _View([identities[i] for i in members])
+        links = _dedupe([w for comp in comps for w in comp.links])
+        basis = Basis.RANKS_IN_FOLDER if len(comps) > 1 else Basis.RANKS
+        fit = (
+            [f"ranks of a communicator of {world} fit together in {folder}, none twice"]
+            if len(comps) > 1
+            else []
+        )
+        out.append((members, basis, links + fit + view.describe()))
+    placed = {i for members, _, _ in out for i in members}
+    for comp in unknown:
+        if comp.members[0] in placed:
+            continue
+        view = _View([identities[i] for i in comp.members])
+        out.append(
+            (
+                comp.members,
+                Basis.UNDECIDED,
+                ["its NCCL versions or Slurm ids disagree", *view.describe()],
+            )
+        )
+    return out
+
+
+def _named(
+    groups: list[tuple[list[int], Basis, list[str]]], identities: Sequence[Identity]
+) -> list[JobGroup]:
+    """Stable, readable job ids: the folder when the job is all of it, the input when it is
+    one, else the folder and a label."""
+    in_folder: Counter[str] = Counter(ident.folder for ident in identities)
+    used: set[str] = set()
+    out: list[JobGroup] = []
+    for members, basis, evidence in sorted(groups, key=lambda g: min(g[0])):
+        members = sorted(members)
+        idents = [identities[i] for i in members]
+        folders = {ident.folder for ident in idents}
+        if len(folders) == 1 and in_folder[idents[0].folder] == len(members):
+            job_id = idents[0].folder
+        elif len(members) == 1:
+            job_id = idents[0].input
+        else:
+            cids = sorted(
+                c.comm_id for ident in idents for c in ident.comms if c.comm_id is not None
+            )
+            label = f"comm-{cids[0]}" if cids else min(_base(i.input) for i in idents)
+            job_id = f"{_common(sorted(folders))}#{label}"
+        base, k = job_id, 2
+        while job_id in used:
+            job_id = f"{base}#{k}"
+            k += 1
+        used.add(job_id)
+        out.append(JobGroup(job_id, tuple(i.input for i in idents), basis, tuple(evidence)))
+    out.sort(key=lambda g: g.job_id)
+    return out
+
+
+def _base(name: str) -> str:
+    return re.split(r"[/\\:]", name)[-1]
+
+
+def _common(folders: list[str]) -> str:
+    if len(folders) == 1:
+        return folders[0]
+    prefix = posixpath.commonpath([f.replace("\\", "/") for f in folders]) if folders else ""
+    return prefix or "."
+
+
+def single(job_id: str, inputs: Sequence[str], basis: Basis, why: str) -> JobGroup:
+    """A job named from outside the logs (``--job-pattern``, ``--one-job``)."""
+    return JobGroup(job_id, tuple(inputs), basis, (why,))

@@ -1,0 +1,372 @@
+"""Jobs found from what NCCL printed (issue #19): the pure grouping on identities, the scan that
+gathers them in ``bulk``, and ``bulk`` and ``diagnose`` on real logs split the ways launchers
+split them.
+
+The per-rank files are made at test time from the real long logs in ``fixtures/real/long/``
+(provenance in their ``.yaml``) by ``tests.helpers.split_by_process``: each line verbatim, one
+file per ``host:pid``. L01 (2.29.3) and L03 (2.21.5) print ``commId``; L04 (2.9.9), L05 (2.5.6)
+and L06 (2.10.3) do not."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import ncclscope
+from ncclscope.cli import main
+from ncclscope.export import bulk
+from ncclscope.export.identify import candidate_lines, identities, scan
+from ncclscope.model.grouping import Basis, CommSeen, Identity, group, identity_of
+from ncclscope.parse.parser import LineParser, parse_path
+from tests.helpers import REAL, real_logs, split_by_process
+
+LONG = REAL / "long"
+L01 = LONG / "L01-sglang-2node-roce-gdrdma-2.29.log"  # commId, 8 of 16 ranks printed
+L03 = LONG / "L03-vllm-ray-2node-ib-gdrdma-2.21.log"  # commId, 8 communicators
+L04 = LONG / "L04-eks-p4d-efa-mpirun-2.9.log"  # no commId, 16 ranks, mpirun prefixes
+L05 = LONG / "L05-cori-shifter-no-ib-socket-2.5.log"  # no commId, 16 ranks
+L06 = LONG / "L06-jeanzay-a100-omnipath-4node-2.10.log"  # no commId, 32 ranks
+
+
+def ident(
+    name: str,
+    folder: str = "d",
+    comms: tuple[tuple[str | None, int, tuple[int, ...]], ...] = (),
+    procs: tuple[tuple[str, int], ...] = (),
+    versions: tuple[str, ...] = (),
+) -> Identity:
+    return Identity(
+        f"{folder}/{name}",
+        folder,
+        tuple(CommSeen(c, n, frozenset(r)) for c, n, r in comms),
+        frozenset(procs),
+        frozenset(versions),
+    )
+
+
+def jobs_of(groups: list) -> list[set[str]]:  # type: ignore[type-arg]
+    return sorted(({i.rsplit("/", 1)[-1] for i in g.inputs} for g in groups), key=sorted)
+
+
+# -- the grouping, on identities ---------------------------------------------------------------
+
+
+def test_a_shared_commid_makes_one_job_and_distinct_ones_two() -> None:
+    ids = [
+        ident("a0", comms=(("0x1", 2, (0,)),), procs=(("h", 1),)),
+        ident("a1", comms=(("0x1", 2, (1,)),), procs=(("h", 2),)),
+        ident("b0", comms=(("0x2", 2, (0,)),), procs=(("h", 3),)),
+        ident("b1", comms=(("0x2", 2, (1,)),), procs=(("h", 4),)),
+    ]
+    groups = group(ids)
+    assert jobs_of(groups) == [{"a0", "a1"}, {"b0", "b1"}]
+    assert {g.basis for g in groups} == {Basis.COMMUNICATOR}
+    assert [g.job_id for g in groups] == ["d#comm-0x1", "d#comm-0x2"]
+    assert "share communicator 0x1" in groups[0].evidence
+
+
+def test_ranks_without_commid_fit_together_in_a_folder() -> None:
+    ids = [ident(f"r{r}", comms=((None, 4, (r,)),), procs=(("h", r),)) for r in range(4)]
+    ids[0] = ident("r0", comms=((None, 4, (0,)),), procs=(("h", 0),), versions=("2.9.9",))
+    (g,) = group(ids)
+    assert g.basis is Basis.RANKS_IN_FOLDER and g.job_id == "d"  # the whole folder
+    assert any("all 4 ranks" in e for e in g.evidence)
+
+
+def test_a_rank_twice_without_commid_is_undecided_and_kept_apart() -> None:
+    ids = [ident(f"{run}r{r}", comms=((None, 2, (r,)),)) for run in "ab" for r in range(2)]
+    groups = group(ids)
+    assert len(groups) == 4
+    assert all(g.basis is Basis.UNDECIDED and not g.decided for g in groups)
+    assert "appears in several inputs" in groups[0].evidence[0]
+
+
+def test_versions_split_ranks_and_a_bannerless_rank_joins_the_one_version() -> None:
+    ids = [
+        ident("a0", comms=((None, 2, (0,)),), versions=("2.9.9",)),
+        ident("a1", comms=((None, 2, (1,)),)),  # old NCCL prints its banner from rank 0 only
+        ident("b0", comms=((None, 3, (0,)),), versions=("2.5.6",)),
+        ident("b1", comms=((None, 3, (1,)),)),
+    ]
+    assert jobs_of(group(ids)) == [{"a0", "a1"}, {"b0", "b1"}]
+    two = [
+        ident("a0", comms=((None, 2, (0,)),), versions=("2.9.9",)),
+        ident("b1", comms=((None, 2, (1,)),), versions=("2.5.6",)),
+    ]
+    assert jobs_of(group(two)) == [{"a0"}, {"b1"}]
+
+
+def test_a_shared_process_joins_unless_versions_differ() -> None:
+    out = ident("out", comms=(("0x9", 2, (0, 1)),), procs=(("h", 7),), versions=("2.18.3",))
+    err = ident("err", procs=(("h", 7),))  # its WARN lines, in the other stream
+    assert jobs_of(group([out, err])) == [{"out", "err"}]
+    reused = ident("later", procs=(("h", 7),), versions=("2.21.5",))
+    assert jobs_of(group([out, reused])) == [{"later"}, {"out"}]
+
+
+def test_slurm_ids_are_never_joined_by_ranks_alone() -> None:
+    ids = [
+        ident("slurm-11.out", comms=((None, 2, (0,)),)),
+        ident("slurm-12.out", comms=((None, 2, (1,)),)),
+    ]
+    assert jobs_of(group(ids)) == [{"slurm-11.out"}, {"slurm-12.out"}]
+
+
+def test_one_process_is_a_job_and_nothing_printed_is_undecided() -> None:
+    groups = group([ident("warn.log", procs=(("h", 1),)), ident("app.log")])
+    by_name = {g.inputs[0].rsplit("/", 1)[-1]: g for g in groups}
+    assert by_name["warn.log"].basis is Basis.PROCESS and by_name["warn.log"].decided
+    assert by_name["app.log"].basis is Basis.UNDECIDED and not by_name["app.log"].decided
+    assert by_name["app.log"].job_id == "d/app.log"
+
+
+def test_job_ids_do_not_depend_on_the_order_inputs_come_in() -> None:
+    ids = [
+        ident(f"{j}{r}", folder=f"f{j}", comms=((None, 3, (r,)),), procs=((j, r),))
+        for j in "xy"
+        for r in range(3)
+    ] + [ident(f"z{r}", folder="fx", comms=(("0x5", 2, (r,)),)) for r in range(2)]
+    first = [(g.job_id, sorted(g.inputs)) for g in group(ids)]
+    for seed in range(5):
+        shuffled = ids[:]
+        random.Random(seed).shuffle(shuffled)
+        assert [(g.job_id, sorted(g.inputs)) for g in group(shuffled)] == first
+    assert [job for job, _ in first] == ["fx#comm-0x5", "fx#x0", "fy"]
+
+
+# -- identities: the scan gives what the full parse gives -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def parser() -> LineParser:
+    return LineParser()
+
+
+@pytest.mark.parametrize("log", real_logs(), ids=lambda p: p.name)
+def test_scan_identity_is_the_parse_identity(log: Path, parser: LineParser) -> None:
+    parsed = identity_of(str(log), str(log.parent), parse_path(log, parser=parser))
+    (scanned,) = identities([scan(str(log), False)], lambda: parser)
+    assert scanned == parsed
+
+
+def test_the_scan_keeps_init_lines_not_collective_lines() -> None:
+    log = LONG / "L02-a100-pcie-pair-subsys-all-2.27.log"
+    lines = log.read_text(encoding="utf-8").splitlines()
+    with log.open("rb") as stream:
+        kept = candidate_lines(stream)
+    assert len(kept) < len(lines) / 10  # 3,143 lines, most of them COLL calls
+    assert sum("Init COMPLETE" in k for k in kept) == sum("Init COMPLETE" in x for x in lines)
+
+
+# -- bulk on real logs, split the ways launchers split them -----------------------------------
+
+
+def _plans(*paths: Path, **grouping: object) -> list[bulk.JobPlan]:
+    files = bulk.expand([str(p) for p in paths])
+    return bulk.plan_jobs(files, bulk.Grouping(**grouping))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("log", [L01, L03, L04, L05, L06], ids=lambda p: p.name[:3])
+def test_per_rank_files_of_one_job_are_one_job(tmp_path: Path, log: Path) -> None:
+    # L03's processes each join several communicators: named by host:pid (torchrun's way)
+    name = "{host}-{pid}.log" if log == L03 else "rank-{rank}.log"
+    files = split_by_process(log, tmp_path / "job", name)
+    plans = _plans(tmp_path / "job")
+    if log == L03:
+        # line 515 of the real log lost its first letters ("pseek-v2-5-0-1:627"): its own
+        # file, a process of a host no other line names, is a job apart, as it should be
+        (garbled,) = [p for p in plans if Path(p.inputs[0].path).name.startswith("pseek")]
+        assert garbled.basis == Basis.PROCESS.value
+        plans.remove(garbled)
+        files = [f for f in files if not f.name.startswith("pseek")]
+    (plan,) = plans
+    assert len(plan.inputs) == len(files) > 1
+    if log != L03:
+        assert plan.job_id == str(tmp_path / "job")  # the whole folder: the id it always had
+    expected = Basis.COMMUNICATOR if log in (L01, L03) else Basis.RANKS_IN_FOLDER
+    assert plan.basis == expected.value
+
+
+def _mixed(root: Path) -> dict[str, set[str]]:
+    """One folder with the per-process files of three real jobs: 2.29.3 (commId), 2.9.9 and
+    2.10.3 (no commId); each job's file names, by log."""
+    return {
+        log.name: {p.name for p in split_by_process(log, root, f"{tag}-{{host}}-{{pid}}.log")}
+        for log, tag in ((L01, "a"), (L04, "b"), (L06, "c"))
+    }
+
+
+def test_a_folder_of_several_jobs_per_process_files_gives_one_job_per_job(tmp_path: Path) -> None:
+    expected = _mixed(tmp_path / "mixed")
+    plans = _plans(tmp_path / "mixed")
+    assert sorted(sorted(Path(i.path).name for i in p.inputs) for p in plans) == sorted(
+        sorted(names) for names in expected.values()
+    )
+    assert sorted(p.basis for p in plans) == ["communicator", "ranks-in-folder", "ranks-in-folder"]
+
+
+def test_no_finding_compares_ranks_of_different_jobs(tmp_path: Path) -> None:
+    _mixed(tmp_path / "mixed")
+    plans = _plans(tmp_path / "mixed")
+    report = bulk.run(plans, tmp_path / "ds", workers=1)
+    assert report.exported == 3
+    ds = ncclscope.load(tmp_path / "ds")
+    findings = ds.findings.collect()
+    assert "VER001" not in findings["rule"].to_list()
+    inputs = {r["job_id"]: set(r["inputs"]) for r in ds.jobs.collect().to_dicts()}
+    for row in findings.to_dicts():
+        assert {e["source"] for e in row["evidence"]} <= inputs[row["job_id"]]
+    # the same files as one job (--one-job): VER001 compares a 2.29.3 rank with a 2.9.9 one
+    one = bulk.run(_plans(tmp_path / "mixed", by_folder=True), tmp_path / "one", workers=1)
+    assert one.exported == 1
+    assert "VER001" in ncclscope.load(tmp_path / "one").findings.collect()["rule"].to_list()
+
+
+def _slurm_outputs(folder: Path) -> list[Path]:
+    """Every real log as the output file sbatch leaves in the submit folder."""
+    folder.mkdir(parents=True)
+    out = []
+    for i, log in enumerate(real_logs()):
+        dest = folder / f"slurm-{4000 + i}.out"
+        shutil.copyfile(log, dest)
+        out.append(dest)
+    return out
+
+
+def test_slurm_outputs_in_a_folder_or_a_tar_gz_are_one_job_each(tmp_path: Path) -> None:
+    files = _slurm_outputs(tmp_path / "submit")
+    plans = _plans(tmp_path / "submit")
+    assert len(plans) == len(files)
+    assert sorted(p.job_id for p in plans) == sorted(str(f) for f in files)
+    archive = tmp_path / "archive.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for f in files:
+            tar.add(f, arcname=f.name)
+    tarred = _plans(archive)
+    assert len(tarred) == len(files)
+    assert all(len(p.inputs) == 1 and p.inputs[0].members is not None for p in tarred)
+    report = bulk.run(tarred, tmp_path / "ds", workers=1)
+    assert report.exported == len(files) and report.failed == 0
+    jobs = ncclscope.load(tmp_path / "ds").jobs.collect()
+    assert jobs.height == len(files)
+    assert sorted(jobs["job_id"]) == sorted(f"{archive}:{f.name}" for f in files)
+
+
+def test_a_folder_per_job_is_still_one_job_per_folder(tmp_path: Path) -> None:
+    split_by_process(L04, tmp_path / "logs" / "job-a", "rank-{rank}.log")
+    split_by_process(L05, tmp_path / "logs" / "job-b", "rank-{rank}.log")
+    split_by_process(L01, tmp_path / "logs" / "job-c", "rank-{rank}.log")
+    plans = _plans(tmp_path / "logs")
+    assert [p.job_id for p in plans] == [
+        str(tmp_path / "logs" / j) for j in ("job-a", "job-b", "job-c")
+    ]
+
+
+def test_job_ids_are_stable_and_a_rerun_finds_nothing_new(tmp_path: Path) -> None:
+    _mixed(tmp_path / "mixed")
+    out = tmp_path / "ds"
+    runner = CliRunner()
+    first = runner.invoke(main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress"])
+    assert first.exit_code == 0, first.output
+    assert (
+        "grouped 56 input(s) into 3 job(s): 1 by shared communicator, 2 by ranks in a folder"
+        in first.stdout
+    )
+    ids = sorted(ncclscope.load(out).jobs.collect()["job_id"])
+    again = runner.invoke(main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress"])
+    assert again.stdout.startswith("nothing new: 3 job(s) (56 input(s))")
+    assert sorted(ncclscope.load(out).jobs.collect()["job_id"]) == ids
+
+
+def test_a_dataset_grouped_by_folder_is_regrouped_without_duplicates(tmp_path: Path) -> None:
+    _mixed(tmp_path / "mixed")
+    out = tmp_path / "ds"
+    runner = CliRunner()
+    old = runner.invoke(
+        main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress", "--one-job"]
+    )
+    assert old.exit_code == 0 and "1 by folder or archive (--one-job)" in old.stdout
+    new = runner.invoke(main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress"])
+    assert "1 job(s) of an earlier run grouped differently, removed" in new.stdout
+    sources = ncclscope.load(out).sources.collect()
+    assert sources.height == 56 and sources["source"].n_unique() == 56
+    assert sources["job_id"].n_unique() == 3
+
+
+def test_job_pattern_still_wins(tmp_path: Path) -> None:
+    _mixed(tmp_path / "mixed")
+    plans = bulk.plan_jobs(
+        bulk.expand([str(tmp_path / "mixed")]), bulk.Grouping.of(pattern=r"/([ab])-")
+    )
+    assert sorted(p.job_id for p in plans if p.basis == "pattern") == ["a", "b"]
+    assert [p.basis for p in plans if p.basis != "pattern"] == ["ranks-in-folder"]
+
+
+# -- diagnose ----------------------------------------------------------------------------------
+
+
+def test_diagnose_reports_several_jobs_each_on_its_own(tmp_path: Path) -> None:
+    _mixed(tmp_path / "mixed")
+    files = sorted(str(p) for p in (tmp_path / "mixed").iterdir())
+    result = CliRunner().invoke(
+        main, ["diagnose", *files, "--format", "json", "--fail-on", "never"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "are 3 jobs" in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema_version"] == 2 and len(doc["jobs"]) == 3
+    rules = [f["rule"] for j in doc["jobs"] for f in j["findings"]]
+    assert "VER001" not in rules
+    for job in doc["jobs"]:
+        assert set(job) >= {"job_id", "basis", "inputs", "evidence", "summary", "findings"}
+        assert len(job["summary"]["nccl_versions"]) == 1
+    mixed = CliRunner().invoke(
+        main, ["diagnose", *files, "--format", "json", "--fail-on", "never", "--one-job"]
+    )
+    one = json.loads(mixed.stdout)
+    assert one["schema_version"] == 1 and "VER001" in [f["rule"] for f in one["findings"]]
+
+
+def test_diagnose_of_one_jobs_files_is_one_job_version_1(tmp_path: Path) -> None:
+    files = [str(p) for p in split_by_process(L05, tmp_path / "job")]
+    result = CliRunner().invoke(
+        main, ["diagnose", *files, "--format", "json", "--fail-on", "never"]
+    )
+    assert result.exit_code == 0 and result.stderr == ""
+    assert json.loads(result.stdout)["schema_version"] == 1
+    text = CliRunner().invoke(main, ["diagnose", *files, "--fail-on", "never"])
+    assert "=== Job" not in text.stdout
+
+
+def test_a_rerun_reuses_the_recorded_identities_and_parses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _mixed(tmp_path / "mixed")
+    files = bulk.expand([str(tmp_path / "mixed")])
+    out = tmp_path / "ds"
+    first = bulk.plan_jobs(files, bulk.Grouping(), bulk.scan_inputs(files, 1))
+    bulk.run(first, out, workers=1)
+    priors = bulk.prior_scans(out)
+    assert sorted(priors) == sorted(files)
+
+    def no_parser() -> LineParser:
+        raise AssertionError("an unchanged input was parsed to find its job")
+
+    monkeypatch.setattr(bulk, "_worker_parser", no_parser)
+    scans = bulk.scan_inputs(files, 1, priors)
+    again = bulk.plan_jobs(files, bulk.Grouping(), scans)
+    assert [(p.job_id, p.inputs) for p in again] == [(p.job_id, p.inputs) for p in first]
+    hashes = {s.path: s.sha256 for s in scans if s.sha256}
+    report = bulk.run(again, out, workers=1, hashes=hashes)
+    assert report.skipped == 3 and report.exported == 0
+    # a changed input is read again
+    changed = Path(files[0])
+    changed.write_bytes(changed.read_bytes() + b"one more line\n")
+    rescanned = bulk.scan_inputs(files, 1, priors)
+    assert rescanned[0] is not priors[files[0]] and rescanned[0].units[0].lines
