@@ -79,7 +79,10 @@ class _Miss:
 
 MISS: Final = _Miss()
 
-_SHAPE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*")
+# Possessive runs, and no start inside a hex run (a start there fails wherever one at the run's
+# first character failed): linear, where "[0-9a-fA-F]*\d" tried at every position of a long run of
+# letters backtracked over the rest of it each time (issue #18).
+_SHAPE = re.compile(r"(?<![0-9a-fA-F])(?:0x[0-9a-fA-F]++|[a-fA-F]*+\d[0-9a-fA-F]*+)")
 
 
 def shape_key(message: str) -> str:
