@@ -19,10 +19,13 @@ import yaml
 
 from tests.helpers import CASES
 
-#: the character classes a run is made of: each string is repeated to the run's length
+#: the character classes a run is made of: each string is repeated to the run's length. One
+#: letter repeated is the hostile case (issue #18: "A" and "a" runs); the alphabets keep runs that
+#: a narrower class ([0-9a-fA-F]) breaks up
 CLASSES: dict[str, str] = {
-    "upper": string.ascii_uppercase,
-    "lower": string.ascii_lowercase,
+    "upper": "A",
+    "lower": "a",
+    "letters": string.ascii_letters,
     "digits": string.digits,
     "hex": "0123456789abcdef",
     "word": "a_1Z",
