@@ -13,6 +13,7 @@ Machines are noisy: this reports, it never fails on time.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -477,6 +478,43 @@ def _big_section(big: tuple[float, dict[str, Result]] | None) -> list[str]:
     return out
 
 
+def measure_worst_line(rounds: int) -> dict[str, float | str] | None:
+    """benchmarks/worst_line.py in a child: the slowest 100 KB line of issue #18's cases and
+    the real fixtures cut at 100 KB, in CPU seconds of one process (None if it failed)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/worst_line.py"), "--json", "--rounds", str(rounds)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env({}),
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        return None
+    result: dict[str, float | str] = json.loads(out.stdout)
+    return result
+
+
+def _worst_line_section(worst: dict[str, float | str]) -> list[str]:
+    kb, normal, slow = float(worst["kb"]), float(worst["normal_s"]), float(worst["worst_s"])
+    mb = kb / 1000
+    return [
+        "",
+        "## worst line",
+        "",
+        f"One line of {kb:.0f} KB: a real header and a run of one character class, the slowest of "
+        f"{worst['cases']} cases (every header form the grammar reads × every class; "
+        "benchmarks/worst_line.py, tests/test_linear_time.py), token cap lifted, beside the real "
+        "fixtures cut at the same size; CPU seconds of one process, least of the rounds.",
+        "",
+        "| what | s | MB/s | × normal |",
+        "|---|---:|---:|---:|",
+        f"| normal log, {kb:.0f} KB | {normal:.3f} | {mb / normal:,.2f} | 1.0 |",
+        f"| worst line: {worst['class']} {worst['form']} | {slow:.3f} | {mb / slow:,.2f} | "
+        f"{slow / normal:.2f} |",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -533,8 +571,12 @@ def main(argv: list[str] | None = None) -> int:
             if not path.exists():
                 synth.write_coll_heavy(path, args.big_mb * 1_000_000)
             big = (path.stat().st_size / 1e6, measure_big(path, Path(td), log))
+        # not in --quick: hundreds of 100 KB lines take minutes
+        worst = None if args.quick else measure_worst_line(rounds)
     load = (load_before, os.getloadavg()[0])
     text = render(results, facts, help_s, args.quick, rounds, load, args.note, big, capacity)
+    if worst is not None:
+        text = text.rstrip("\n") + "\n" + "\n".join(_worst_line_section(worst)) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding="utf-8")
     print(text)

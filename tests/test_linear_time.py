@@ -94,9 +94,7 @@ def growth(parse: Parse, make: Callable[[int], str], n: int = N) -> float:
 
 def _lark_engine() -> Parse:
     def parse(line: str) -> object:
-        return LineParser(engine="lark", limits=UNCAPPED).parse_line(
-            "t", 1, line, SourceStats("t")
-        )
+        return LineParser(engine="lark", limits=UNCAPPED).parse_line("t", 1, line, SourceStats("t"))
 
     return parse
 

@@ -198,9 +198,7 @@ class LineParser:
                 # Every launcher tag ends in ":" or ")"; searching without that cheap test
                 # costs a regex attempt at each position of the message.
                 if text.rstrip().endswith((":", ")")):
-                    dangling = m.launcher_tail.search(
-                        text, max(marker.end(), end - TAIL_WINDOW)
-                    )
+                    dangling = m.launcher_tail.search(text, max(marker.end(), end - TAIL_WINDOW))
                     if dangling is not None:
                         end = dangling.start()
                 parts.append(
