@@ -194,7 +194,8 @@ _OK = "gpu-a01:41237:41237 [0] NCCL INFO Using network IB"
 
 
 def test_over_budget_line_is_kept_unrecognized_and_the_rest_goes_on(tmp_path: Path) -> None:
-    hostile = "gpu-a01:41237:41237 [0] NCCL INFO " + "A" * (Limits().max_token_chars + 1)
+    # the double blank would have it read again with blanks folded: not when over budget
+    hostile = "gpu-a01:41237:41237 [0] NCCL INFO  x " + "A" * (Limits().max_token_chars + 1)
     path = tmp_path / "hostile.log"
     path.write_text(f"{_OK}\n{hostile}\n{_OK}\n", encoding="utf-8")
     parse_run = api.parse([path])

@@ -463,8 +463,10 @@ class Lane:
             schema={"i": pl.Int64, "line": pl.Int64, "text": pl.String},
         )
         text = pl.col("text")
+        limits = self.parser.limits
         keep = [
-            text.str.len_bytes() <= self.parser.limits.max_parse_chars,
+            # no longer than a token may be: the line path's budget check never applies here
+            text.str.len_bytes() <= min(limits.max_parse_chars, limits.max_token_chars),
             text.str.count_matches(self._level) == 1,
             ~text.str.contains("across cluster]", literal=True),
             ~text.str.contains(r"[:)] *$"),

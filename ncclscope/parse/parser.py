@@ -380,11 +380,17 @@ class LineParser:
         if cut:
             text += cut_mark(cut)
         cap = self.limits.max_token_chars
-        if len(body) > cap and max(map(len, body.split())) > cap:
+        over = len(body) > cap and max(map(len, body.split())) > cap
+        if over:
             records, nparts = self._over_budget(source, number, text, body, stats)
         else:
             records, nparts = self._records(source, number, text, body)
-        if nparts and "  " in body and any(isinstance(r, Unrecognized) for r in records):
+        if (
+            nparts
+            and not over
+            and "  " in body
+            and any(isinstance(r, Unrecognized) for r in records)
+        ):
             # Best effort for text copied from a wrapping terminal: blanks inserted between
             # tokens. Only a line that failed is read again, so a typed line never changes.
             retry, retry_parts = self._records(source, number, text, _BLANKS.sub(" ", body))
