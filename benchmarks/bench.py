@@ -14,6 +14,7 @@ and the peak RSS of the process. Writes docs/performance.md and checks the targe
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -514,6 +515,43 @@ def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[s
     return out
 
 
+def measure_worst_line(rounds: int) -> dict[str, float | str] | None:
+    """benchmarks/worst_line.py in a child: the slowest 100 KB line of issue #18's cases and
+    the real fixtures cut at 100 KB, in CPU seconds of one process (None if it failed)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/worst_line.py"), "--json", "--rounds", str(rounds)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=child_env({}),
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        return None
+    result: dict[str, float | str] = json.loads(out.stdout)
+    return result
+
+
+def _worst_line_section(worst: dict[str, float | str]) -> list[str]:
+    kb, normal, slow = float(worst["kb"]), float(worst["normal_s"]), float(worst["worst_s"])
+    mb = kb / 1000
+    return [
+        "",
+        "## worst line",
+        "",
+        f"One line of {kb:.0f} KB: a real header and a run of one character class, the slowest of "
+        f"{worst['cases']} cases (every header form the grammar reads × every class; "
+        "benchmarks/worst_line.py, tests/test_linear_time.py), token cap lifted, beside the real "
+        "fixtures cut at the same size; CPU seconds of one process, least of the rounds.",
+        "",
+        "| what | s | MB/s | × normal |",
+        "|---|---:|---:|---:|",
+        f"| normal log, {kb:.0f} KB | {normal:.3f} | {mb / normal:,.2f} | 1.0 |",
+        f"| worst line: {worst['class']} {worst['form']} | {slow:.3f} | {mb / slow:,.2f} | "
+        f"{slow / normal:.2f} |",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -582,8 +620,12 @@ def main(argv: list[str] | None = None) -> int:
                 if args.keep is None:
                     path.unlink()
         bigjob_rows = measure_bigjob(args.bigjob_nodes, work, log) if args.bigjob_nodes else []
+        # not in --quick: hundreds of 100 KB lines take minutes
+        worst = None if args.quick else measure_worst_line(rounds)
     load = (load_before, os.getloadavg()[0])
     text = render(results, facts, help_s, small_s, args.quick, rounds, load, args.note, big)
+    if worst is not None:
+        text = text.rstrip("\n") + "\n" + "\n".join(_worst_line_section(worst)) + "\n"
     if bigjob_rows:
         text = text.rstrip("\n") + "\n" + "\n".join(bigjob_rows) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)

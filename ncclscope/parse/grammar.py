@@ -177,6 +177,24 @@ def _alternation(parser: Lark, names: tuple[str, ...]) -> str:
     return "|".join(f"(?:{_terminal_regex(parser, n)})" for n in names)
 
 
+#: Lookbehinds put before a terminal when a whole text is searched with it (never when Lark
+#: lexes with it: a stamp glued to its host must still lex). A search must not start inside a run
+#: of the characters the terminal opens with: the run's class is also allowed after its first
+#: character, so a start inside fails wherever one at the run's first character failed, and it
+#: costs a pass over the rest of the run, at every character of it (issue #18). The guarded search
+#: finds what the bare terminal finds (tests/test_linear_time.py).
+SEARCH_GUARDS: dict[str, str] = {
+    "WHO": r"(?<![^\s:\[\]()|>])",
+    "TRACE_MS": r"(?<!\d)",
+    "LINENO_TAG": r"(?<!\d)",
+}
+
+
+def _search_alternation(parser: Lark, names: tuple[str, ...]) -> str:
+    """As ``_alternation``, each terminal with its search guard."""
+    return "|".join(f"(?:{SEARCH_GUARDS.get(n, '')}{_terminal_regex(parser, n)})" for n in names)
+
+
 def _first_terminals(parser: Lark, start: str) -> set[str]:
     """Names of the terminals that can begin a derivation of ``start``."""
     by_origin: dict[str, list[list[object]]] = {}
@@ -210,9 +228,20 @@ _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
 
 
 def _tail(parser: Lark, names: tuple[str, ...]) -> re.Pattern[str]:
-    """A run of these envelope terminals (and blanks) that ends the text, at least one token."""
+    """A run of these envelope terminals (and blanks) that ends the text, at least one token.
+
+    Each token is atomic: none of these terminals starts with a blank, and a token once read is
+    not read again another way. Without that, a run of pipes and stamps followed by anything else
+    was tried in every way its optional parts allow (time exponential in its length, issue #18);
+    the caller also bounds how far back it searches (``TAIL_WINDOW``)."""
     alt = _alternation(parser, names)
-    return re.compile(rf"(?:\s*(?:{alt}))+\s*$")
+    return re.compile(rf"(?>\s*+(?:{alt}))+\s*+$")
+
+
+#: how far before its end a text is searched for a launcher/collector tail: real tails are a few
+#: tags and a stamp (under 100 characters); the bound keeps a search over a long run of tags that
+#: ends in something else from costing the square of the run (issue #18)
+TAIL_WINDOW = 512
 
 
 @functools.cache
@@ -230,7 +259,7 @@ def markers() -> Markers:
         level=re.compile(_terminal_regex(parser, "LEVEL")),
         banner=re.compile(_terminal_regex(parser, "BANNER")),
         ray_repeated=re.compile(_terminal_regex(parser, "RAY_REPEATED")),
-        who=re.compile(_terminal_regex(parser, "WHO")),
+        who=re.compile(_search_alternation(parser, ("WHO",))),
         envelope_tail=_tail(parser, _LAUNCHER_TERMINALS + _COLLECTOR_TERMINALS),
         launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),

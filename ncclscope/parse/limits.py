@@ -25,6 +25,14 @@ class Limits:
     #: Characters of a line handed to the grammar: a cut message parses as far as it goes and ends
     #: up ``unrecognized``, which is what it is.
     max_parse_chars: int = 256 * KiB
+    #: Characters of one token (a run without blanks) past which a line is not given to the
+    #: grammar: it is kept as ``unrecognized`` (reason ``over-budget``) and counted as damage.
+    #: The grammar's patterns run in linear time (tests/test_linear_time.py); this is the
+    #: defence should one stop doing so, because a regex backtracks within a run of characters
+    #: its classes take: with the run bounded, such a pattern costs at most the line's length
+    #: times this. Up to 2.28 NCCL cuts a whole line at 1,024 bytes (nccl-log-format.md); the
+    #: longest token in the shared corpus and fixtures/ is an environment dump of 505 characters.
+    max_token_chars: int = 4 * KiB
     #: Bytes one compressed input (or one archive member) may expand to.
     max_decompressed_bytes: int = 64 * GiB
     #: Expansion ratio (output over compressed input) past which decompression stops: a real log
@@ -42,7 +50,13 @@ class Limits:
     max_members: int = 100_000
 
     def __post_init__(self) -> None:
-        for name in ("max_line_bytes", "max_parse_chars", "sniff_bytes", "max_members"):
+        for name in (
+            "max_line_bytes",
+            "max_parse_chars",
+            "max_token_chars",
+            "sniff_bytes",
+            "max_members",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1")
         if self.max_decompressed_bytes < 1 or self.max_ratio <= 1:

@@ -19,7 +19,7 @@ from lark.exceptions import LarkError
 from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records.base import Record, Unrecognized
-from ncclscope.parse.grammar import Markers, lark_parser, markers
+from ncclscope.parse.grammar import TAIL_WINDOW, Markers, lark_parser, markers
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.reader import (
     STDIN,
@@ -32,9 +32,13 @@ from ncclscope.parse.reader import (
 )
 from ncclscope.parse.transform import Body
 
-_SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*)\b")
+# possessive: a word of hex and digits ending in a letter past "f" must not be split at every
+# digit (quadratic per word, issue #18)
+_SHAPE = re.compile(r"\b(?:0x[0-9a-fA-F]++|[a-fA-F]*+\d[0-9a-fA-F]*+)\b")
 _BLANKS = re.compile(r"  +")
 _ENVELOPE_CACHE_MAX = 65536
+#: header-like tokens of an unparsed envelope tried from each end (_parse_envelope)
+_WHO_TRIES = 8
 #: parsed messages kept (a Body's fields are immutable values, shared by the records built)
 _BODY_CACHE_MAX = 16384
 _HIGH_VOLUME = HIGH_VOLUME_KINDS
@@ -138,7 +142,7 @@ class LineParser:
                 cut = marker.end() + (whos[-1].start() if whos else len(gap))
                 # The next writer's envelope may begin before its header: a launcher tag or a
                 # collector's column separator belongs to it, not to this message.
-                tail = m.envelope_tail.search(text, marker.end(), cut)
+                tail = m.envelope_tail.search(text, max(marker.end(), cut - TAIL_WINDOW), cut)
                 if tail is not None and tail.end() == cut:
                     cut = tail.start()
                 parts.append(
@@ -150,7 +154,7 @@ class LineParser:
                 # Every launcher tag ends in ":" or ")"; searching without that cheap test
                 # costs a regex attempt at each position of the message.
                 if text.rstrip().endswith((":", ")")):
-                    dangling = m.launcher_tail.search(text, marker.end())
+                    dangling = m.launcher_tail.search(text, max(marker.end(), end - TAIL_WINDOW))
                     if dangling is not None:
                         end = dangling.start()
                 parts.append(
@@ -183,7 +187,12 @@ class LineParser:
             pass
         # Text the grammar does not describe stands before the header (a cut line, a spliced
         # writer, an unknown launcher): parse from the header on and keep the rest as prefix.
-        for who in self._m.who.finditer(stripped):
+        whos = list(self._m.who.finditer(stripped))
+        if len(whos) > 2 * _WHO_TRIES:
+            # Each try copies and lexes the rest of the text: a text of many header-like tokens
+            # would cost the square of its length. The header is near one end.
+            whos = whos[:_WHO_TRIES] + whos[-_WHO_TRIES:]
+        for who in whos:
             try:
                 parsed = self._lark.parse(stripped[who.start() :], start="envelope")  # type: ignore[assignment]
             except LarkError:
@@ -209,8 +218,18 @@ class LineParser:
         body = clean_for_parsing(text, stats.damaged, self.limits.max_parse_chars)
         if cut:
             text += cut_mark(cut)
-        records, nparts = self._records(source, number, text, body)
-        if nparts and "  " in body and any(isinstance(r, Unrecognized) for r in records):
+        cap = self.limits.max_token_chars
+        over = len(body) > cap and max(map(len, body.split())) > cap
+        if over:
+            records, nparts = self._over_budget(source, number, text, body, stats)
+        else:
+            records, nparts = self._records(source, number, text, body)
+        if (
+            nparts
+            and not over
+            and "  " in body
+            and any(isinstance(r, Unrecognized) for r in records)
+        ):
             # Best effort for text copied from a wrapping terminal: blanks inserted between
             # tokens. Only a line that failed is read again, so a typed line never changes.
             retry, retry_parts = self._records(source, number, text, _BLANKS.sub(" ", body))
@@ -238,6 +257,36 @@ class LineParser:
             stats.typed += 1
         stats.records += len(records)
         return records
+
+    def _over_budget(
+        self, source: str, number: int, text: str, body: str, stats: SourceStats
+    ) -> tuple[list[Record], int]:
+        """A line given up before the grammar sees it (``Limits.max_token_chars``): an NCCL
+        line is kept whole as ``unrecognized`` (reason ``over-budget``), a framework line is
+        noise, as one the grammar does not know would be; both are counted as damage. Only
+        linear scans run here."""
+        m = self._m
+        marker = m.level.search(body) if "NCCL " in body else None
+        if marker is not None:
+            level = _LEVELS.get(marker.group(1)) or Level(marker.group(1))
+        else:
+            marker = m.banner.search(body) if "NCCL " in body else None
+            level = Level.VERSION
+        if marker is None:
+            if self._foreign_starts(body):
+                stats.damaged.lines_over_budget += 1
+            return [], 0
+        stats.damaged.lines_over_budget += 1
+        start = marker.end() if level is not Level.VERSION else marker.start()
+        rec = Unrecognized(
+            source=source,
+            line=number,
+            text=text,
+            level=level,
+            message=body[start:].strip(),
+            reason="over-budget",
+        )
+        return [rec], 1
 
     def _records(self, source: str, number: int, text: str, body: str) -> tuple[list[Record], int]:
         """The records of a cleaned line and its number of NCCL parts (0: not an NCCL line)."""
@@ -319,13 +368,9 @@ class LineParser:
             reason="spliced" if spliced else "unknown-message",
         )
 
-    def _foreign(self, source: str, number: int, text: str, body: str) -> Record | None:
-        if body in self._foreigns:
-            cached = self._foreigns[body]
-            if cached is None:
-                return None
-            hit_prefix, hit = cached
-            return hit.cls(source=source, line=number, text=text, prefix=hit_prefix, **hit.fields)
+    def _foreign_starts(self, body: str) -> list[int]:
+        """Where the `foreign` start rule may be tried in a line: its anchor literals' first
+        places, and the line's start if a row anchor matches there."""
         m = self._m
         starts: list[int] = []
         for literal in m.foreign_literals:
@@ -336,6 +381,16 @@ class LineParser:
             lead = len(body) - len(body.lstrip())
             if m.foreign_regex.match(body, lead):
                 starts.append(lead)
+        return starts
+
+    def _foreign(self, source: str, number: int, text: str, body: str) -> Record | None:
+        if body in self._foreigns:
+            cached = self._foreigns[body]
+            if cached is None:
+                return None
+            hit_prefix, hit = cached
+            return hit.cls(source=source, line=number, text=text, prefix=hit_prefix, **hit.fields)
+        starts = self._foreign_starts(body)
         if not starts:
             return None
         # Lark is asked only here, and framework lines repeat (a watchdog's, a launcher's): the

@@ -116,6 +116,8 @@ def _columnar(batch: Lines, source: str, stats: SourceStats, parser: LineParser)
     stats.lines += noise.len()
     stats.noise += noise.len()
     cand = plain.filter(
+        # a line that may hold a token over the budget is the line path's to give up
+        text.str.len_bytes() <= parser.limits.max_token_chars,
         text.str.count_matches(_LEVEL) == 1,
         # Ray's "[repeated Nx across cluster]" and a launcher tag at the end of the line belong
         # to the line path's splitter

@@ -101,6 +101,9 @@ class Damage:
     cr_lines: int = 0
     #: NCCL lines typed only once runs of blanks were read as one (a wrapping terminal's padding)
     lines_respaced: int = 0
+    #: lines holding a token longer than ``Limits.max_token_chars``: not given to the grammar,
+    #: an NCCL one kept as ``unrecognized`` (reason ``over-budget``)
+    lines_over_budget: int = 0
     #: the input looks like a binary file: every line is counted as noise
     binary: bool = False
     #: sentences about events: a stream that ends early, a capped decompression, skipped members
@@ -144,6 +147,11 @@ class Damage:
             out.append(
                 f"{self.lines_respaced} NCCL line(s) typed only once runs of blanks were read as "
                 "one (text copied from a wrapping terminal?)"
+            )
+        if self.lines_over_budget:
+            out.append(
+                f"{self.lines_over_budget} line(s) not parsed: a token over the length cap "
+                "(an NCCL line is kept as unrecognized, reason over-budget)"
             )
         return out
 

@@ -63,5 +63,7 @@ class Unrecognized(Record):
     KIND: ClassVar[str] = "unrecognized"
 
     message: str = ""
-    #: Why it is not typed: ``unknown-message`` or ``damaged`` (cut, spliced, garbled envelope).
+    #: Why it is not typed: ``unknown-message``, ``spliced`` (two writers on one line),
+    #: ``over-budget`` (a token over ``Limits.max_token_chars``: not given to the grammar), or
+    #: ``build-error: …`` (a grammar rule built a value its record refuses).
     reason: str = "unknown-message"
