@@ -10,10 +10,10 @@ from ncclscope.model.records._codecache import cached_dataclass_code
 
 # Defining ~200 dataclasses compiles over a thousand generated methods: reuse them from disk.
 with cached_dataclass_code():
-    from ncclscope.model.records import foreign, init, net, topology, version_env
+    from ncclscope.model.records import foreign, init, net, topology, traces, version_env
     from ncclscope.model.records.base import Part, Record, Unrecognized
 
-_MODULES = (version_env, net, topology, init, foreign)
+_MODULES = (version_env, net, topology, init, foreign, traces)
 
 ALL_TYPES: tuple[type[Record] | type[Part], ...] = (
     Unrecognized,
