@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     # Imported where used: `parse` needs neither the model nor the rules (~0.1 s of start-up).
     from ncclscope.engine import Diagnosis
     from ncclscope.model.job import Job
+    from ncclscope.traces.sniff import ArtifactKind
 
 
 @dataclass
@@ -42,18 +43,40 @@ def parse(paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMI
 def build(
     paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMITS, workers: int = 1
 ) -> tuple[Job, list[SourceStats]]:
-    """Parse inputs and group their records into one job model (streamed). With ``workers``
+    """Parse inputs and group their records into one job model (streamed). Directories are
+    read whole; each file is a log or a trace artifact (topology/graph XML, Inspector, RAS,
+    Flight Recorder …, ncclscope.traces) by its content, and both join the one model. With ``workers``
     other than 1 (0: one per CPU), the parsing runs on that many processes; the records, and
     so the model, are the same."""
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
     from ncclscope.parse.parallel import batch_paths
+    from ncclscope.traces import TraceRefused, expand_inputs, read_trace, sniff_path, trace_stats
 
+    logs: list[str] = []
+    traces: list[tuple[str, ArtifactKind]] = []
+    for path in expand_inputs([os.fspath(p) for p in paths]):
+        kind = sniff_path(path, limits)
+        if kind is None:
+            logs.append(path)
+        else:
+            traces.append((path, kind))
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats: list[SourceStats] = []
-    for records, bulks, _tables in batch_paths(
-        [os.fspath(p) for p in paths], workers, limits, stats
-    ):
+    for records, bulks, _tables in batch_paths(logs, workers, limits, stats):
         builder.add_batch(records, bulks)
+    for path, kind in traces:
+        try:
+            read = read_trace(path, kind, input_limits=limits)
+        except TraceRefused as exc:
+            # one unreadable artifact is reported, and the rest of the job is still read
+            refused = SourceStats(path)
+            refused.artifact = kind.value
+            refused.error = str(exc)
+            stats.append(refused)
+            continue
+        for rec in read.records:
+            builder.add(rec)
+        stats.append(trace_stats(read))
     return builder.finish(), stats
 
 

@@ -78,7 +78,44 @@ __all__ = [
     "TraceLimits",
     "TraceRead",
     "TraceRefused",
+    "expand_inputs",
     "read_trace",
     "sniff",
     "sniff_path",
+    "trace_stats",
 ]
+
+
+def expand_inputs(paths: list[str]) -> list[str]:
+    """Paths with each directory replaced by its files (recursive, sorted, hidden ones skipped,
+    as ``bulk`` walks them); files and ``-`` as given, each once."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for path in paths:
+        if path != STDIN and os.path.isdir(path):
+            found: list[str] = []
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
+        else:
+            found = [path]
+        for f in found:
+            if f not in seen:
+                seen.add(f)
+                out.append(f)
+    return out
+
+
+def trace_stats(read: TraceRead) -> SourceStats:
+    """The line accounting of an artifact, as a log's: records, unrecognised parts, the rest."""
+    st = SourceStats(read.source)
+    st.artifact = read.kind.value
+    st.lines = read.lines
+    st.records = len(read.records)
+    st.unrecognized = read.unrecognized
+    st.typed = st.records - st.unrecognized
+    st.noise = max(st.lines - st.typed - st.unrecognized, 0)
+    st.lines = st.typed + st.unrecognized + st.noise
+    for note in read.notes:
+        st.damaged.note(note)
+    return st

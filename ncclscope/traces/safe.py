@@ -27,6 +27,7 @@ from ncclscope.errors import NcclscopeError
 
 KiB = 1024
 MiB = 1024 * KiB
+_CHUNK = 1 * MiB
 
 
 class TraceRefused(NcclscopeError):
@@ -55,7 +56,16 @@ DEFAULT_TRACE_LIMITS = TraceLimits()
 
 def read_document(stream: BinaryIO, what: str, limits: TraceLimits) -> bytes:
     """The whole stream, refused once it is over ``max_document_bytes`` (never held beyond it)."""
-    data = stream.read(limits.max_document_bytes + 1)
+    # in chunks: ``read(cap)`` would allocate the whole cap up front for a 1 KiB file
+    parts: list[bytes] = []
+    have = 0
+    while have <= limits.max_document_bytes:
+        chunk = stream.read(min(_CHUNK, limits.max_document_bytes + 1 - have))
+        if not chunk:
+            break
+        parts.append(chunk)
+        have += len(chunk)
+    data = b"".join(parts)
     if len(data) > limits.max_document_bytes:
         raise TraceRefused(
             f"{what} is over {limits.max_document_bytes // MiB} MiB: refused "

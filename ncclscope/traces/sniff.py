@@ -28,7 +28,10 @@ class ArtifactKind(StrEnum):
 #: bytes of an input's head the kind is decided on
 SNIFF_BYTES = 64 * 1024
 
-_XML_PROLOGUE = re.compile(rb"\A(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.S)
+# a DOCTYPE is skipped here so the reader sees it, and refuses it with its reason
+_XML_PROLOGUE = re.compile(
+    rb"\A(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE\b[^\[>]*(?:\[.*?\]\s*)?>)*", re.S
+)
 _XML_ROOT = re.compile(rb"<([A-Za-z_][\w.-]*)")
 _RAS_TEXT = re.compile(rb"^(?:Job summary\r?\n=+|Communicators\.\.\. \()", re.M)
 _RAS_BANNER = re.compile(rb"\ANCCL version \S+ compiled with CUDA")
