@@ -259,7 +259,10 @@ def diagnose(
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
-    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin.
+    PATH: one file per rank, one file with all ranks, an excerpt, `-` for stdin, or a job
+    directory. Trace artifacts beside the logs (topology/graph XML, nccl-tests JSON, NCCL
+    Inspector, the profiler plugin's trace, RAS, PyTorch Flight Recorder) are recognised by
+    content and read into the same model.
     """
     from ncclscope import api
     from ncclscope.rules.base import Severity

@@ -253,3 +253,26 @@ def test_refusal_is_an_exception_for_the_library_caller(tmp_path: Path) -> None:
     (tmp_path / "g.xml").write_text("<!DOCTYPE x><graphs/>")
     with pytest.raises(TraceRefused):
         read_trace(str(tmp_path / "g.xml"), ArtifactKind.GRAPH_XML)
+
+
+def test_diagnose_a_job_directory_of_a_log_and_its_traces(tmp_path: Path) -> None:
+    """The Panlichen job: its INFO log, topology dump and graph dump in one directory, plus a
+    cut XML file: findings come from the log and from both traces, and the cut file is one
+    refusal line while everything else is read."""
+    import shutil
+
+    for rel in (
+        "traces/graph_dump/panlichen_companion_nccl2.18.1_info.log",
+        "traces/graph_dump/panlichen_8x_rtx3090_graph.xml",
+        "traces/topo_dump/panlichen_8x_rtx3090_pcie_topo.xml",
+    ):
+        shutil.copy(FIXTURES / rel, tmp_path)
+    (tmp_path / "cut.xml").write_text('<system version="1"><cpu numaid="0">')
+    d = api.diagnose([str(tmp_path)])
+    rules = {f.rule for f in d.findings}
+    assert {"TOPO003", "GRAPH101", "TOPO102"} <= rules, rules
+    kinds = {st.artifact for st in d.stats}
+    assert kinds == {None, "graph-xml", "topo-xml"}
+    assert [st.error for st in d.stats if st.error] == [
+        f"{tmp_path / 'cut.xml'}: not well-formed XML (no element found: line 1, column 36)"
+    ]
