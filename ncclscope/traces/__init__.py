@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+from ncclscope.errors import InputError
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines
@@ -88,7 +89,8 @@ __all__ = [
 
 def expand_inputs(paths: list[str]) -> list[str]:
     """Paths with each directory replaced by its files (recursive, sorted, hidden ones skipped,
-    as ``bulk`` walks them); files and ``-`` as given, each once."""
+    as ``bulk`` walks them); files and ``-`` as given, each once. A directory with no file is
+    the caller's mistake (InputError)."""
     out: list[str] = []
     seen: set[str] = set()
     for path in paths:
@@ -97,6 +99,8 @@ def expand_inputs(paths: list[str]) -> list[str]:
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 found.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
+            if not found:
+                raise InputError(f"{path}: a directory with no files to read")
         else:
             found = [path]
         for f in found:
