@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
-from ncclscope.model.records.foreign import NcclTestsOob, NcclTestsRow
+from ncclscope.model.records.foreign import NcclTestsDevice, NcclTestsOob, NcclTestsRow
 from ncclscope.model.records.init import CommInit
 from ncclscope.model.records.topology import TopoLink, TopoNode
 from ncclscope.model.records.traces import (
@@ -24,6 +24,7 @@ from ncclscope.model.records.traces import (
     TopoXmlGpu,
     TopoXmlNet,
     TopoXmlNvlink,
+    TopoXmlPci,
 )
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
@@ -678,8 +679,194 @@ FR_DIVERGENCE = Rule(
 )
 
 
+# -- more topology and graph -------------------------------------------------------------------
+
+_GPU_OR_NIC_CLASS = ("0x0302", "0x0300", "0x0207", "0x0200")
+
+
+def _check_pcie_degraded(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        In a topology XML, a GPU or NIC whose PCIe link is slower or narrower than the links of
+        the other devices of the same model (same vendor and device id) in the file, or a
+        data-center NVIDIA GPU (a 3D controller, an x16 part) on fewer than 16 lanes.
+
+    Why it matters
+        NCCL reads each device's link speed and width, the slowest along the path to the CPU, and
+        sizes PCIe paths from them. A GPU or NIC in a slot, riser or switch port wired for fewer
+        lanes or an older generation has a fraction of its peers' bandwidth, and every ring
+        through it runs at that speed.
+
+    Evidence it needs
+        A topology XML (NCCL_TOPO_DUMP_FILE) with ``link_speed`` and ``link_width`` on ``pci``
+        elements.
+
+    What to do
+        Compare ``lspci -vv`` (LnkCap against LnkSta) for the device and its upstream port; reseat
+        the card, check the BIOS's slot bifurcation and PCIe generation settings, the riser.
+    """
+    groups: dict[tuple[str, str | None, str | None], list[TopoXmlPci]] = defaultdict(list)
+    for pci in job.of(TopoXmlPci):
+        if pci.device and (pci.pci_class or "").startswith(_GPU_OR_NIC_CLASS):
+            groups[(pci.source, pci.vendor, pci.device)].append(pci)
+    for (_source, vendor, device), devs in groups.items():
+        gts = max((d.link_gts or 0.0 for d in devs), default=0.0)
+        width = max((d.link_width or 0 for d in devs), default=0)
+        if vendor == "0x10de" and (devs[0].pci_class or "").startswith("0x0302"):
+            width = max(width, 16)
+        # a VM writes link_width="0" and an empty link_speed: unknown, not slow
+        slow = [
+            d
+            for d in devs
+            if (d.link_gts is not None and d.link_gts < gts)
+            or (d.link_width and d.link_width < width)
+        ]
+        if not slow:
+            continue
+        yield PCIE_DEGRADED.finding(
+            f"{len(slow)} device(s) {vendor}:{device} run below their peers' "
+            f"{gts:g} GT/s x{width}: "
+            + ", ".join(f"{d.busid} at {d.link_gts or 0:g} GT/s x{d.link_width}" for d in slow)
+            + ".",
+            slow,
+        )
+
+
+PCIE_DEGRADED = Rule(
+    id="TOPO104",
+    name="pcie-link-below-peers",
+    category=Category.TOPOLOGY_MISDETECTED,
+    severity=Severity.WARNING,
+    reads=(TopoXmlPci,),
+    remediation="Compare `lspci -vv` LnkCap and LnkSta of the device and its upstream port; "
+    "reseat it, check the slot's bifurcation and PCIe generation in the BIOS and the riser.",
+    check=_check_pcie_degraded,
+    settings=("NCCL_TOPO_DUMP_FILE",),
+)
+
+
+def _check_channels_vs_nics(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        A ring graph (graph XML) whose channels use fewer distinct NICs than the topology XML of
+        the same job offers (physical NICs, virtual interfaces left out).
+
+    Why it matters
+        NCCL spreads channels over the NICs: a ring graph that enters and leaves the node
+        through one NIC while the node has four leaves three idle, and the job gets a quarter of
+        the node's network bandwidth (too few channels, NCCL_IB_HCA or NCCL_MAX_NCHANNELS
+        limits, a NIC on the wrong socket, or a graph file written for another machine).
+
+    Evidence it needs
+        The graph XML (NCCL_GRAPH_DUMP_FILE) and the topology XML (NCCL_TOPO_DUMP_FILE) of the same
+        job.
+
+    What to do
+        Check NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS and NCCL_IB_HCA, the NICs' placement against
+        the GPUs (``ncclscope topo``), and that NCCL_GRAPH_FILE is not set from another machine.
+    """
+    nics = {
+        n.net_dev: n
+        for n in job.of(TopoXmlNet)
+        if n.busid is not None and not VIRTUAL_NIC.match(n.name) and n.net_dev is not None
+    }
+    if len(nics) < 2:
+        return
+    for graph in job.of(GraphXmlGraph):
+        if graph.graph_id != 0 or not graph.nchannels:
+            continue
+        chans = [
+            c
+            for c in job.of(GraphXmlChannel)
+            if c.source == graph.source and c.graph_id == 0 and c.nets
+        ]
+        used = {n for c in chans for n in c.nets}
+        if not chans or len(used) >= len(nics):
+            continue
+        yield CHANNELS_VS_NICS.finding(
+            f"The ring graph's {graph.nchannels} channel(s) use {len(used)} NIC(s) "
+            f"({', '.join(str(u) for u in sorted(used))}) of the {len(nics)} the topology "
+            f"offers ({', '.join(n.name for n in nics.values())}).",
+            [graph, *list(nics.values())[:3]],
+        )
+
+
+CHANNELS_VS_NICS = Rule(
+    id="GRAPH102",
+    name="fewer-channels-than-nics",
+    category=Category.LOW_CHANNELS,
+    severity=Severity.WARNING,
+    reads=(GraphXmlGraph, GraphXmlChannel, TopoXmlNet),
+    remediation="Check NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS and NCCL_IB_HCA, the NICs' "
+    "placement (`ncclscope topo`), and that NCCL_GRAPH_FILE belongs to this machine.",
+    check=_check_channels_vs_nics,
+    settings=("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_IB_HCA", "NCCL_GRAPH_FILE"),
+)
+
+
+def _check_one_rank_comms(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Several processes that each built a communicator of one rank: nccl-tests headers that
+        each list only ``Rank 0`` from different processes, or ``Init`` lines with ``nranks 1``
+        from several processes and no larger communicator.
+
+    Why it matters
+        This is the launch mistake of running nccl-tests built without MPI (or a script that
+        never passes the rank and world size) under ``mpirun``/``srun``: every process runs its
+        own single-GPU test. The bandwidth it prints is a local copy, not a collective, and
+        "fast" results hide that no inter-GPU communication happened.
+
+    Evidence it needs
+        nccl-tests ``#  Rank`` header lines (text or JSON), or ``ncclCommInitRank … nranks 1``
+        INFO lines.
+
+    What to do
+        Build nccl-tests with ``MPI=1`` (and ``MPI_HOME``) and launch one process per GPU, or one
+        process with ``-g <gpus>``; in your own code pass the world size and rank to the
+        communicator.
+    """
+    zeros = [d for d in job.of(NcclTestsDevice) if d.rank == 0]
+    procs = {(d.hostname, d.process_id) for d in zeros}
+    others = [d for d in job.of(NcclTestsDevice) if d.rank != 0]
+    if len(procs) > 1 and not others:
+        yield ONE_RANK_COMMS.finding(
+            f"{len(procs)} processes each ran nccl-tests as its own rank 0 (pids "
+            + ", ".join(str(p) for _h, p in sorted(procs, key=str)[:6])
+            + "): every process tested alone.",
+            zeros,
+        )
+        return
+    inits = job.of(CommInit)
+    singles = [c for c in inits if c.nranks == 1]
+    single_procs = {(c.host, c.pid) for c in singles}
+    if len(single_procs) > 1 and all(c.nranks == 1 for c in inits):
+        yield ONE_RANK_COMMS.finding(
+            f"{len(single_procs)} processes each initialised a communicator of 1 rank and none "
+            "a larger one: every process runs alone.",
+            singles,
+        )
+
+
+ONE_RANK_COMMS = Rule(
+    id="TEST102",
+    name="one-rank-communicator-per-process",
+    category=Category.BOOTSTRAP_FAILURE,
+    severity=Severity.ERROR,
+    reads=(NcclTestsDevice, CommInit),
+    remediation="Build nccl-tests with MPI=1 and launch one process per GPU (or one process with "
+    "-g N); pass the world size and rank to the communicator in your own code.",
+    check=_check_one_rank_comms,
+    settings=(),
+    incident="https://github.com/NVIDIA/nccl-tests/issues/86",
+)
+
+
 RULES = (
     NVLINK_ASYMMETRY,
+    PCIE_DEGRADED,
+    CHANNELS_VS_NICS,
+    ONE_RANK_COMMS,
     GPU_NIC_NUMA,
     LOG_VS_TOPOLOGY,
     VIRTUAL_NICS,
