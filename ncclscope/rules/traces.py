@@ -360,6 +360,12 @@ LOG_VS_TOPOLOGY = Rule(
 # -- nccl-tests --------------------------------------------------------------------------------
 
 
+def _wrong(value: float | None) -> bool:
+    """A ``#wrong`` count above 0. Before ~2022 the column was ``error``, the largest absolute
+    error (``2e-07``: float rounding, not a fault), so only whole counts of 1 and more count."""
+    return value is not None and value >= 1 and float(value).is_integer()
+
+
 def _check_wrong_results(job: Job) -> Iterator[Finding]:
     """
     What it detects
@@ -379,7 +385,7 @@ def _check_wrong_results(job: Job) -> Iterator[Finding]:
         Take the node out of service; run nccl-tests per GPU pair and ``dcgmi diag -r 3`` to find
         the faulty part; check ``nvidia-smi -q -d ECC`` and the kernel log for Xid errors.
     """
-    rows = [r for r in job.of(NcclTestsRow) if (r.out_wrong or 0) > 0 or (r.in_wrong or 0) > 0]
+    rows = [r for r in job.of(NcclTestsRow) if _wrong(r.out_wrong) or _wrong(r.in_wrong)]
     oob = [r for r in job.of(NcclTestsOob) if r.out_of_bounds > 0]
     if not rows and not oob:
         return
