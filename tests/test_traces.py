@@ -276,3 +276,47 @@ def test_diagnose_a_job_directory_of_a_log_and_its_traces(tmp_path: Path) -> Non
     assert [st.error for st in d.stats if st.error] == [
         f"{tmp_path / 'cut.xml'}: not well-formed XML (no element found: line 1, column 36)"
     ]
+
+
+# -- pictures ----------------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> str:
+    from click.testing import CliRunner
+
+    from ncclscope.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_topo_draws_the_topology_and_graph_xml() -> None:
+    fault = str(FIXTURES / "traces/topo_dump/timez-zx_a100pcie_nvlink_fault_topo_dump.xml")
+    graph = str(FIXTURES / "traces/graph_dump/panlichen_8x_rtx3090_graph.xml")
+    text = _cli("topo", fault, graph)
+    assert "NVLink GPU 0 -> GPU 1: 1 link(s) / 12 back  <-- asymmetric" in text
+    assert "NIC 0000:4b:00.0: mlx5_0 100 Gb/s gdr=0" in text
+    assert "channel 0: NET0 -> GPU0 -> GPU1" in text
+    dot = _cli("topo", "--format", "dot", fault, graph)
+    assert dot.startswith("digraph") and dot.count("{") == dot.count("}")
+    assert 'color=red, label="NVL x1/12"' in dot
+
+
+def test_topo_draws_switch_trees() -> None:
+    l20 = str(FIXTURES / "traces/topo_dump/zy-uestc_8x_l20_topo.xml")
+    text = _cli("topo", l20)
+    assert "    PCIe switch 0000:0f:02.0 [32 GT/s x16]\n      PCIe switch 0000:0e:00.0" in text
+
+
+def test_bandwidth_chart_against_the_links() -> None:
+    slow = str(FIXTURES / "documented/nccl_tests/all_reduce_8xv100_slow.json")
+    graph = str(FIXTURES / "traces/graph_dump/blinkplus_8gpu_nvlink_graph.xml")
+    insp = str(FIXTURES / "traces/inspector/sugarlxn_baseline_allgather_4x4090_rank0.jsonl")
+    svg = _cli("bandwidth", slow, graph, insp)
+    assert svg.startswith("<svg") and svg.count("<polyline") == 2
+    assert "links: 132 GB/s" in svg
+    md = _cli("bandwidth", "--format", "markdown", slow, graph)
+    assert "| 128 MiB | 39.6 | 30% |" in md
+    ticket = _cli("diagnose", "--format", "markdown", "--fail-on", "never", slow, graph)
+    assert "## Bandwidth" in ticket and "| 128 MiB | 39.6 | 30% |" in ticket

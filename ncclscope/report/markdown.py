@@ -42,6 +42,10 @@ def render_markdown(d: Diagnosis) -> str:
     ]
     out += [f"- {md(line)}" for line in summary_lines(d)]
     out += _topology_section(d)
+    bandwidth = _bandwidth_section(d)
+    if bandwidth and out and out[-1] == "":
+        bandwidth = bandwidth[1:]
+    out += bandwidth
     for i, f in enumerate(d.findings, 1):
         out += [
             "",
@@ -71,6 +75,18 @@ def render_markdown(d: Diagnosis) -> str:
             out.append(safe.markdown_code_block(ev.text, "text").rstrip("\n"))
     out.append("")
     return "\n".join(out)
+
+
+def _bandwidth_section(d: Diagnosis) -> list[str]:
+    """nccl-tests and Inspector bus bandwidth per size against the link capacity (the SVG chart:
+    ``ncclscope bandwidth``); only for jobs whose traces or logs hold such results."""
+    from ncclscope.model.trace_topo import bandwidth_curves
+    from ncclscope.report.trace_pictures import render_bandwidth_markdown
+
+    curves = bandwidth_curves(d.job)
+    if not curves.curves:
+        return []
+    return ["", "## Bandwidth", *render_bandwidth_markdown(curves)]
 
 
 #: communicators drawn in the report (largest first); ``ncclscope topo`` draws them all
