@@ -10,7 +10,12 @@ from collections.abc import Iterator
 
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
-from ncclscope.model.records.foreign import NcclTestsDevice, NcclTestsOob, NcclTestsRow
+from ncclscope.model.records.foreign import (
+    NcclTestsDevice,
+    NcclTestsOob,
+    NcclTestsRow,
+    WatchdogTimeout,
+)
 from ncclscope.model.records.init import CommInit
 from ncclscope.model.records.topology import TopoLink, TopoNode
 from ncclscope.model.records.traces import (
@@ -43,6 +48,20 @@ def _bus_int(busid: str | None) -> int | None:
         return int(busid.replace(":", "").replace(".", ""), 16)
     except ValueError:
         return None
+
+
+def _log_init(job: Job, comm: str | None, rank: int | None) -> list[CommInit]:
+    """The log's Init lines of the communicator a trace names by hash (Inspector ``id``, RAS
+    hash, profiler ``CommHash``: the ``commId`` NCCL prints), for this rank when given."""
+    if not comm:
+        return []
+    try:
+        wanted = int(comm, 16)
+    except ValueError:
+        return []
+    inits = [c for c in job.of(CommInit) if c.comm_id == wanted]
+    mine = [c for c in inits if rank is not None and c.rank == rank]
+    return (mine or inits)[:1]
 
 
 # -- topology XML ------------------------------------------------------------------------------
@@ -462,7 +481,7 @@ def _check_inspector_stragglers(job: Job) -> Iterator[Finding]:
             f"Rank {rank} of communicator {comm} ({slow.host}, pid {slow.pid}) took "
             f"{slow.exec_time_us:g} µs for {slow.op} #{slow.seq}, {ratio:.1f}× the other ranks' "
             f"median {med:g} µs.",
-            [slow],
+            [slow, *_log_init(job, comm, rank)],
         )
 
 
@@ -471,7 +490,7 @@ INSPECTOR_STRAGGLER = Rule(
     name="inspector-straggler-rank",
     category=Category.TIMEOUT_HANG,
     severity=Severity.WARNING,
-    reads=(InspectorPerf,),
+    reads=(InspectorPerf, CommInit),
     remediation="Check the slow rank's GPU clocks and throttling, its NIC counters and other jobs "
     "on its host; confirm over many collectives before draining the node.",
     check=_check_inspector_stragglers,
@@ -518,12 +537,13 @@ def _check_ras_missing(job: Job) -> Iterator[Finding]:
         }
     )
     nodes = sorted({r.node for r in missing if r.node})
+    linked = [i for r in missing for i in _log_init(job, r.comm, r.rank)]
     yield RAS_MISSING.finding(
         "RAS cannot reach part of the job: "
         + (", ".join(who[:6]) if who else "processes")
         + (f" on {', '.join(nodes[:4])}" if nodes else "")
         + f" ({', '.join(sorted({r.issue or '' for r in missing}))}).",
-        missing,
+        [*missing[:4], *linked[:1]],
     )
 
 
@@ -532,7 +552,7 @@ RAS_MISSING = Rule(
     name="ras-dead-or-missing-ranks",
     category=Category.REMOTE_ERROR,
     severity=Severity.ERROR,
-    reads=(RasIssue,),
+    reads=(RasIssue, CommInit),
     remediation="Read the named process's stderr and its node's kernel log (OOM, Xid); restart the "
     "job without the node.",
     check=_check_ras_missing,
@@ -665,9 +685,11 @@ def _check_fr_divergence(job: Job) -> Iterator[Finding]:
                 )
             else:
                 what = f"rank(s) {', '.join(map(str, absent))} never enqueued it"
+            watchdog = [w for w in job.of(WatchdogTimeout) if w.seq_num == seq]
             yield FR_DIVERGENCE.finding(
-                f"Process group {pg}: the ranks diverge at collective #{seq}, {what}.",
-                present,
+                f"Process group {pg}: the ranks diverge at collective #{seq}, {what}."
+                + (" The watchdog timed out on this sequence number." if watchdog else ""),
+                [*present, *watchdog[:1]],
             )
             break
 
@@ -677,7 +699,7 @@ FR_DIVERGENCE = Rule(
     name="flight-recorder-divergence",
     category=Category.TIMEOUT_HANG,
     severity=Severity.ERROR,
-    reads=(FrEntry, FrPgStatus),
+    reads=(FrEntry, FrPgStatus, WatchdogTimeout),
     remediation="Make every rank call the same collectives in the same order (see the call "
     "sites); `torchfrtrace <dir>` gives the full match table.",
     check=_check_fr_divergence,
