@@ -320,3 +320,19 @@ def test_bandwidth_chart_against_the_links() -> None:
     assert "| 128 MiB | 39.6 | 30% |" in md
     ticket = _cli("diagnose", "--format", "markdown", "--fail-on", "never", slow, graph)
     assert "## Bandwidth" in ticket and "| 128 MiB | 39.6 | 30% |" in ticket
+
+
+def test_capped_lines_keep_numbering_across_skipped_lines() -> None:
+    import io
+
+    from ncclscope.traces.safe import TraceLimits, iter_capped_lines
+
+    skipped: list[tuple[int, int]] = []
+    data = b"a\r\nbb\n" + b"x" * 25 + b"\nccc\n\nlast"
+    lines = list(
+        iter_capped_lines(
+            io.BytesIO(data), TraceLimits(max_line_bytes=10), lambda n, s: skipped.append((n, s))
+        )
+    )
+    assert lines == [(1, b"a"), (2, b"bb"), (4, b"ccc"), (5, b""), (6, b"last")]
+    assert skipped == [(3, 25)]

@@ -78,24 +78,42 @@ def iter_capped_lines(
     stream: BinaryIO, limits: TraceLimits, too_long: Callable[[int, int], None]
 ) -> Iterator[tuple[int, bytes]]:
     """(1-based number, bytes) of each line; a line over ``max_line_bytes`` is read through in
-    chunks, never held, reported to ``too_long(number, size)`` and not yielded."""
+    1 MiB blocks, never held, reported to ``too_long(number, size)`` and not yielded."""
     cap = limits.max_line_bytes
     number = 0
+    buf = b""
+    #: bytes read so far of an overlong line being skipped (0: not skipping)
+    skipping = 0
     while True:
-        line = stream.readline(cap + 1)
-        if not line:
-            return
-        number += 1
-        if len(line) > cap and not line.endswith(b"\n"):
-            size = len(line)
-            while True:
-                rest = stream.readline(cap)
-                size += len(rest)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            too_long(number, size)
-            continue
-        yield number, line.rstrip(b"\r\n")
+        block = stream.read(_CHUNK)
+        if not block:
+            break
+        if skipping:
+            nl = block.find(b"\n")
+            if nl < 0:
+                skipping += len(block)
+                continue
+            too_long(number, skipping + nl)
+            skipping = 0
+            block = block[nl + 1 :]
+        buf += block
+        start = 0
+        while (nl := buf.find(b"\n", start)) >= 0:
+            number += 1
+            if nl - start > cap:
+                too_long(number, nl - start)
+            else:
+                yield number, buf[start:nl].rstrip(b"\r")
+            start = nl + 1
+        buf = buf[start:]
+        if len(buf) > cap:
+            number += 1
+            skipping = len(buf)
+            buf = b""
+    if skipping:
+        too_long(number, skipping)
+    elif buf:
+        yield number + 1, buf.rstrip(b"\r")
 
 
 def check_nesting(value: Any, limits: TraceLimits, what: str) -> None:
