@@ -24,6 +24,7 @@ from ncclscope.model.records.traces import (
     GraphXmlChannel,
     GraphXmlGraph,
     InspectorPerf,
+    ProfilerEvent,
     RasCommGroup,
     RasIssue,
     TopoXmlGpu,
@@ -890,8 +891,77 @@ ONE_RANK_COMMS = Rule(
 )
 
 
+# -- profiler plugin ---------------------------------------------------------------------------
+
+#: event categories that stand for an operation a hang can stop in (not per-step details)
+_OPERATION_CATS = ("GROUP_API", "COLL_API", "P2P_API", "GROUP", "COLL", "P2P")
+
+
+def _check_profiler_unfinished(job: Job) -> Iterator[Finding]:
+    """
+    What it detects
+        Operations of the example profiler plugin's trace that began (``ph: b``) and never
+        ended: group API calls, collectives or p2p operations without their ``e`` event.
+
+    Why it matters
+        The plugin writes an end event when an operation completes. A begin with no end is
+        where the process was when the trace stopped: the collective a hang is stuck in (the
+        innermost one, with its communicator hash, algorithm and channels), or a job killed
+        mid-operation.
+
+    Evidence it needs
+        The example profiler plugin's trace (``NCCL_PROFILER_PLUGIN``, ``NCCL_PROFILE_DUMP_FILE``,
+        NCCL 2.23+) with group or collective events in ``NCCL_PROFILE_EVENT_MASK``.
+
+    What to do
+        Compare the unfinished operation across ranks' traces: the rank whose trace ended
+        earlier, or that never began it, is the one the others wait for; check its log for the
+        first error.
+    """
+    open_events: dict[tuple[str, str, str, int | None, int | None, int | None], ProfilerEvent] = {}
+    for ev in job.of(ProfilerEvent):
+        if ev.cat not in _OPERATION_CATS:
+            continue
+        key = (ev.source, ev.cat, ev.name, ev.event_id, ev.trace_pid, ev.trace_tid)
+        if ev.ph == "b":
+            open_events[key] = ev
+        elif ev.ph == "e":
+            open_events.pop(key, None)
+    by_source: dict[str, list[ProfilerEvent]] = defaultdict(list)
+    for ev in open_events.values():
+        by_source[ev.source].append(ev)
+    for events in by_source.values():
+        events.sort(key=lambda e: e.line)
+        inner = events[-1]
+        what = f"{inner.name} ({inner.cat}"
+        if inner.comm:
+            what += f", comm {inner.comm}"
+        if inner.seq is not None:
+            what += f", seq {inner.seq}"
+        what += ")"
+        yield PROFILER_UNFINISHED.finding(
+            f"{len(events)} operation(s) began and never ended in the profiler trace; the last "
+            f"one is {what}: the process was inside it when the trace stopped.",
+            events[-3:],
+        )
+
+
+PROFILER_UNFINISHED = Rule(
+    id="PROF101",
+    name="profiler-operation-never-ended",
+    category=Category.TIMEOUT_HANG,
+    severity=Severity.INFO,
+    reads=(ProfilerEvent,),
+    remediation="Compare the unfinished operation across the ranks' traces: the rank that never "
+    "began it, or stopped earlier, is the one the others wait for; read its log's first error.",
+    check=_check_profiler_unfinished,
+    settings=("NCCL_PROFILER_PLUGIN", "NCCL_PROFILE_EVENT_MASK", "NCCL_PROFILE_DUMP_FILE"),
+)
+
+
 RULES = (
     NVLINK_ASYMMETRY,
+    PROFILER_UNFINISHED,
     PCIE_DEGRADED,
     CHANNELS_VS_NICS,
     ONE_RANK_COMMS,
