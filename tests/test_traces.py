@@ -336,3 +336,22 @@ def test_capped_lines_keep_numbering_across_skipped_lines() -> None:
     )
     assert lines == [(1, b"a"), (2, b"bb"), (4, b"ccc"), (5, b""), (6, b"last")]
     assert skipped == [(3, 25)]
+
+
+def test_an_artifact_piped_on_stdin_is_recognised() -> None:
+    import subprocess
+    import sys
+
+    fault = FIXTURES / "traces/topo_dump/timez-zx_a100pcie_nvlink_fault_topo_dump.xml"
+    run = subprocess.run(
+        [sys.executable, "-m", "ncclscope", "diagnose", "-", "--format", "json"],
+        input=fault.read_bytes(),
+        capture_output=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    import json
+
+    doc = json.loads(run.stdout)
+    assert doc["sources"][0]["artifact"] == "topo-xml"
+    assert [f["rule"] for f in doc["findings"]] == ["TOPO101"]

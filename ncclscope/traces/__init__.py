@@ -10,6 +10,7 @@ one-line reason, which the caller reports while it reads the rest of the job.
 from __future__ import annotations
 
 import os
+import sys
 
 from ncclscope.errors import InputError
 from ncclscope.model.records.base import Record
@@ -29,10 +30,14 @@ from ncclscope.traces.topo_xml import read_topo_xml
 
 
 def sniff_path(path: str, limits: Limits = DEFAULT_LIMITS) -> ArtifactKind | None:
-    """The artifact kind of a file (compressed or not), from its first bytes; None for a log
-    and for stdin (read once, as a log)."""
+    """The artifact kind of a file (compressed or not), from its first bytes; None for a log.
+
+    Stdin is read once, so it is only peeked at: a plain (uncompressed) artifact piped in is
+    recognised from what the pipe's buffer holds; anything else reads as a log, as before."""
     if path == STDIN:
-        return None
+        stdin = sys.stdin.buffer
+        peek = getattr(stdin, "peek", None)
+        return sniff(bytes(peek(SNIFF_BYTES))[:SNIFF_BYTES]) if peek is not None else None
     with open_input(path, limits) as stream:
         head = stream.read(SNIFF_BYTES)
     return sniff(head)
