@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ncclscope.model.grouping import JobGroup
     from ncclscope.model.job import Job
     from ncclscope.parse.stream import Progress
+    from ncclscope.traces.sniff import ArtifactKind
 
 
 @dataclass
@@ -48,15 +49,38 @@ def build(
     progress: Progress | None = None,
 ) -> tuple[Job, list[SourceStats]]:
     """Parse inputs and group their records into one job model (streamed); ``progress`` is
-    told after each batch how far its input has been read."""
+    told after each batch how far its input has been read. Directories are read whole; each
+    file is a log or a trace artifact (topology/graph XML, Inspector, RAS, Flight Recorder …,
+    ncclscope.traces) by its content, and both join the one model."""
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
     from ncclscope.parse.stream import batch_paths
+    from ncclscope.traces import TraceRefused, expand_inputs, read_trace, sniff_path, trace_stats
 
+    logs: list[str] = []
+    traces: list[tuple[str, ArtifactKind]] = []
+    for path in expand_inputs([os.fspath(p) for p in paths]):
+        kind = sniff_path(path, limits)
+        if kind is None:
+            logs.append(path)
+        else:
+            traces.append((path, kind))
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats: list[SourceStats] = []
-    names = [os.fspath(p) for p in paths]
-    for records, bulks, _tables in batch_paths(names, limits, stats, progress=progress):
+    for records, bulks, _tables in batch_paths(logs, limits, stats, progress=progress):
         builder.add_batch(records, bulks)
+    for path, kind in traces:
+        try:
+            read = read_trace(path, kind, input_limits=limits)
+        except TraceRefused as exc:
+            # one unreadable artifact is reported, and the rest of the job is still read
+            refused = SourceStats(path)
+            refused.artifact = kind.value
+            refused.error = str(exc)
+            stats.append(refused)
+            continue
+        for rec in read.records:
+            builder.add(rec)
+        stats.append(trace_stats(read))
     return builder.finish(), stats
 
 

@@ -261,9 +261,12 @@ def diagnose(
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
-    PATH: one file per rank, one file with all ranks, an excerpt, or `-` for stdin. Inputs that
-    NCCL's lines say are several jobs (different communicators, versions, rank sets) are
-    reported job by job (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
+    PATH: one file per rank, one file with all ranks, an excerpt, `-` for stdin, or a job
+    directory. Trace artifacts beside the logs (topology/graph XML, nccl-tests JSON, NCCL
+    Inspector, the profiler plugin's trace, RAS, PyTorch Flight Recorder) are recognised by
+    content and read into the same model. Inputs that NCCL's lines say are several jobs
+    (different communicators, versions, rank sets) are reported job by job
+    (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
     """
     from ncclscope import api
     from ncclscope.report.progress import ReadProgress, wanted
@@ -658,6 +661,9 @@ def bulk(
 def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> None:
     """Draw what NCCL built: nodes, GPUs and NICs, transport matrix, rings, trees, hangs.
 
+    With a topology XML or graph XML among the inputs, text and dot also draw them: CPU sockets,
+    PCIe switches, GPUs and NICs with NVLink counts, and each graph's channels.
+
     Links the diagnosis flags (sockets between nodes, SHM where P2P was expected) are marked.
     """
     from ncclscope import api
@@ -681,19 +687,65 @@ def topo(paths: tuple[str, ...], fmt: str, comm_key: str | None, view: str) -> N
         from ncclscope.model.topo import one_per_family
 
         picture.comms = one_per_family(result.job, picture.comms)
+    from ncclscope.model.trace_topo import graphs, topologies
+
+    xml_topos, xml_graphs = topologies(result.job), graphs(result.job)
     if fmt == "mermaid":
         from ncclscope.report.topo_mermaid import render_topo_mermaid
 
         click.echo(render_topo_mermaid(picture), nl=False)
     elif fmt == "dot":
         from ncclscope.report.topo_dot import render_topo_dot
+        from ncclscope.report.trace_pictures import render_xml_dot, render_xml_dot_clusters
 
-        click.echo(render_topo_dot(picture), nl=False)
+        if (xml_topos or xml_graphs) and not any(not c.empty for c in picture.comms):
+            click.echo(render_xml_dot(xml_topos, xml_graphs), nl=False)
+            return
+        dot = render_topo_dot(picture)
+        if xml_topos or xml_graphs:
+            # the trace clusters beside the communicators, in the same graph
+            body = dot.rstrip().removesuffix("}")
+            dot = body + "\n".join(render_xml_dot_clusters(xml_topos, xml_graphs)) + "\n}\n"
+        click.echo(dot, nl=False)
     elif fmt == "svg":
         from ncclscope.report.topo_svg import render_topo_svg
 
         click.echo(render_topo_svg(picture), nl=False)
     else:
         from ncclscope.report.topo_text import render_topo_text
+        from ncclscope.report.trace_pictures import render_xml_text
 
-        click.echo(render_topo_text(picture), nl=False)
+        if not (xml_topos or xml_graphs) or any(not c.empty for c in picture.comms):
+            click.echo(render_topo_text(picture), nl=False)
+        if xml_topos or xml_graphs:
+            click.echo(render_xml_text(xml_topos, xml_graphs), nl=False)
+
+
+@main.command()
+@paths_argument
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["svg", "markdown"]),
+    default="svg",
+    show_default=True,
+    help="svg: a chart to open in a browser; markdown: one table per curve.",
+)
+def bandwidth(paths: tuple[str, ...], fmt: str) -> None:
+    """Chart bus bandwidth per message size (nccl-tests, NCCL Inspector) against the links.
+
+    The link capacity is what the log or the graph/topology XML says the links carry.
+    """
+    from ncclscope import api
+    from ncclscope.model.trace_topo import bandwidth_curves
+    from ncclscope.report.trace_pictures import render_bandwidth_markdown, render_bandwidth_svg
+
+    job, stats = api.build(paths)
+    _print_damage(stats)
+    curves = bandwidth_curves(job)
+    if not curves.curves:
+        fail("no nccl-tests results or Inspector records in the inputs")
+    if fmt == "markdown":
+        click.echo("\n".join(render_bandwidth_markdown(curves)).lstrip("\n"))
+    else:
+        click.echo(render_bandwidth_svg(curves), nl=False)

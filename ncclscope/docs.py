@@ -73,8 +73,15 @@ def rule_page(rule: Rule) -> str:
             if case.get("source"):
                 out += [f"Source: {case['source']}", ""]
             log = str(case.get("log", "")).rstrip("\n")
-            fence = _fence(log)
-            out += [f"{fence}text", log, fence]
+            if log:
+                fence = _fence(log)
+                out += [f"{fence}text", log, fence]
+            for name, content in (case.get("artifacts") or {}).items():
+                text = str(content).rstrip("\n")
+                fence = _fence(text)
+                out += ["", f"Artifact `{name}`:", "", f"{fence}text", text, fence]
+            for path in case.get("artifact_files") or ():
+                out += ["", f"Artifact file: `{path}`"]
     return "\n".join(out).rstrip() + "\n"
 
 

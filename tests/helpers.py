@@ -21,6 +21,18 @@ CASES = Path(__file__).resolve().parent / "cases"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+TRACES = FIXTURES / "traces"
+DOCUMENTED = FIXTURES / "documented"
+_NOT_SAMPLES = {".yaml", ".md", ".py"}
+
+
+def trace_samples() -> list[Path]:
+    """Every file of the trace fixtures (real samples in fixtures/traces, documented-format ones
+    in fixtures/documented), without their provenance and scripts, sorted."""
+    found = [*TRACES.rglob("*"), *DOCUMENTED.rglob("*")]
+    return sorted(p for p in found if p.is_file() and p.suffix not in _NOT_SAMPLES)
+
+
 def real_logs() -> list[Path]:
     """Every real log fixture (excerpts and long logs), sorted."""
     return sorted(REAL.glob("*.log")) + sorted((REAL / "long").glob("*.log"))

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import GOLDEN, REAL, real_logs  # noqa: E402
+from tests.helpers import FIXTURES, GOLDEN, REAL, real_logs, trace_samples  # noqa: E402
 
 
 def _name(log: Path) -> str:
@@ -37,8 +37,31 @@ def records_golden(log: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def traces_golden(sample: Path) -> str:
+    """What ncclscope reads from one trace fixture: its kind and version, then every record
+    (envelope and fields, as the jsonl contract writes them); a log sample says only that."""
+    from ncclscope.model.records.serialize import record_to_dict
+    from ncclscope.traces import read_trace, sniff_path
+
+    source = str(sample.relative_to(ROOT))
+    kind = sniff_path(str(sample))
+    if kind is None:
+        return json.dumps({"artifact": None, "read_as": "log"}) + "\n"
+    read = read_trace(str(sample), kind, source=source)
+    head = {"artifact": kind.value, "version": read.version, "lines": read.lines}
+    head["notes"] = read.notes
+    lines = [json.dumps(head, ensure_ascii=False)]
+    lines += [json.dumps(record_to_dict(r), ensure_ascii=False) for r in read.records]
+    return "\n".join(lines) + "\n"
+
+
+def _trace_name(sample: Path) -> str:
+    return str(sample.relative_to(FIXTURES)).replace("/", "__")
+
+
 GENERATORS: dict[str, tuple[str, Callable[[Path], str]]] = {
     "records": (".jsonl", records_golden),
+    "traces": (".jsonl", traces_golden),
 }
 
 
@@ -65,8 +88,10 @@ def main() -> int:
     for kind, (suffix, fn) in GENERATORS.items():
         out_dir = GOLDEN / kind
         out_dir.mkdir(parents=True, exist_ok=True)
-        for log in real_logs():
-            target = out_dir / f"{_name(log)}{suffix}"
+        inputs = trace_samples() if kind == "traces" else real_logs()
+        namer = _trace_name if kind == "traces" else _name
+        for log in inputs:
+            target = out_dir / f"{namer(log)}{suffix}"
             expected_files.add(target)
             text = fn(log)
             current = target.read_text(encoding="utf-8") if target.exists() else None

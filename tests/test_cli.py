@@ -27,7 +27,8 @@ def test_missing_file_is_one_line_and_exit_2() -> None:
     assert "Traceback" not in err + out
 
 
-def test_directory_is_an_input_error(tmp_path: Path) -> None:
+def test_empty_directory_is_an_input_error(tmp_path: Path) -> None:
+    # a job directory is read whole (tests/test_traces.py); one with nothing in it is a mistake
     code, _, err = run("diagnose", str(tmp_path))
     assert code == 2 and "directory" in err
 

@@ -11,10 +11,18 @@ Case file shape::
           <log lines, verbatim>
         evidence_lines: [3]        # optional: 1-based lines of `log` the evidence must point at
         severity: warning          # optional: the severity of the finding
+        artifacts:                 # optional: trace artifacts beside the log (ncclscope.traces)
+          topo.xml: |
+            <system version="1"> …
+        artifact_files: [fixtures/traces/topo_dump/x.xml]   # optional: fixture artifacts
+
+A case with artifacts is read as ``diagnose DIR`` reads a job directory: the log and the artifacts
+as files, each recognised by its content.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +33,7 @@ from ncclscope.model.job import HIGH_VOLUME_KINDS, build_job
 from ncclscope.parse.parser import parse_text
 from ncclscope.rules import RULES, get
 from ncclscope.rules.base import DOC_HEADINGS
-from tests.helpers import CASES
+from tests.helpers import CASES, ROOT
 
 RULE_CASE_DIR = CASES / "rules"
 
@@ -43,9 +51,25 @@ CASES_ = _cases()
 
 
 @pytest.mark.parametrize(("case_id", "case"), CASES_, ids=[c[0] for c in CASES_])
-def test_rule_case(case_id: str, case: dict[str, Any]) -> None:
+def test_rule_case(case_id: str, case: dict[str, Any], tmp_path: Path) -> None:
     rule = get(case["rule"])
-    job = build_job(parse_text(case["log"], source="case.log"), HIGH_VOLUME_KINDS)
+    texts = [str(case.get("log", ""))]
+    if case.get("artifacts") or case.get("artifact_files"):
+        from ncclscope import api
+
+        paths: list[str] = []
+        if case.get("log"):
+            (tmp_path / "case.log").write_text(case["log"], encoding="utf-8")
+            paths.append(str(tmp_path / "case.log"))
+        for name, content in (case.get("artifacts") or {}).items():
+            (tmp_path / name).write_text(content, encoding="utf-8")
+            paths.append(str(tmp_path / name))
+            texts.append(content)
+        for rel in case.get("artifact_files") or ():
+            paths.append(str(ROOT / rel))
+        job, _stats = api.build(paths)
+    else:
+        job = build_job(parse_text(case["log"], source="case.log"), HIGH_VOLUME_KINDS)
     findings = run_rules(job, Selection(select=(rule.id,)))
     if not case["fires"]:
         assert not findings, f"{case_id} ({case.get('name')}) must not fire: {findings}"
@@ -59,7 +83,10 @@ def test_rule_case(case_id: str, case: dict[str, Any]) -> None:
     for f in findings:
         assert f.message and f.remediation
         for ev in f.evidence:
-            assert ev.text in case["log"], (case_id, ev)
+            shown = any(ev.text in t for t in texts) or any(
+                ev.source == str(ROOT / rel) for rel in case.get("artifact_files") or ()
+            )
+            assert shown, (case_id, ev)
 
 
 def test_every_rule_has_cases_that_fire_and_that_do_not() -> None:

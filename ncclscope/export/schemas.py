@@ -147,6 +147,11 @@ SOURCES = Table(
             "ranks]`), processes (`[host, pid]`) and NCCL versions; the next run reuses it for "
             "an input whose `input_sha256` is unchanged (null: not grouped by content)",
         ),
+        Column(
+            "artifact",
+            pa.string(),
+            "the trace artifact kind (topo-xml, inspector, …; docs/traces/); null for a log",
+        ),
     ),
     "job_id, then input order (paths sorted, members in archive order)",
 )
@@ -333,6 +338,188 @@ FINDINGS = Table(
     "job_id, ordinal",
 )
 
+# -- tables read from the trace artifacts beside the logs (ncclscope.traces) ------------------
+
+_STRS = pa.list_(pa.string())
+
+TOPOLOGY_NODES = Table(
+    "topology_nodes",
+    "one element of a topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE): a CPU, PCI device, "
+    "GPU or network device",
+    (
+        *_key("line of the element in the XML file"),
+        Column("node", pa.string(), "cpu, pci, gpu or net", False),
+        Column("busid", pa.string(), "PCI bus id (of the device, or the one a gpu/net sits in)"),
+        Column("parent_busid", pa.string(), "the enclosing PCI device (switch); null at the root"),
+        Column("root_busid", pa.string(), "the PCI device directly under the CPU above it"),
+        Column("cpu_index", pa.int32(), "ordinal of the enclosing cpu element, from 0"),
+        Column("numaid", pa.int32(), "NUMA node of the enclosing CPU (-1: unknown)"),
+        Column("host_hash", pa.string(), "cpu: NCCL's host hash"),
+        Column("pci_class", pa.string(), "pci: class (0x030200 GPU, 0x020700 IB, 0x060400 bridge)"),
+        Column("vendor", pa.string(), "pci: vendor id"),
+        Column("device", pa.string(), "pci: device id"),
+        Column("link_gts", pa.float64(), "pci: link speed, GT/s"),
+        Column("link_width", pa.int32(), "pci: link width, lanes"),
+        Column("cuda_dev", pa.int32(), "gpu: CUDA device"),
+        Column("sm", pa.int32(), "gpu: compute capability × 10"),
+        Column("rank", pa.int32(), "gpu: rank"),
+        Column("gdr", pa.int32(), "gpu/net: GPU Direct RDMA support"),
+        Column("name", pa.string(), "net: device name (mlx5_0, eth0, …)"),
+        Column("net_dev", pa.int32(), "net: NCCL's device index"),
+        Column("speed_mbps", pa.int64(), "net: speed, Mb/s"),
+    ),
+    "job_id, source, line",
+)
+
+TOPOLOGY_LINKS = Table(
+    "topology_links",
+    "one link of a topology XML: an NVLink or C2C link of a GPU, or a PCI device to its parent",
+    (
+        *_key("line of the element in the XML file"),
+        Column("link", pa.string(), "nvlink, c2c or pci", False),
+        Column("busid", pa.string(), "the GPU's (or PCI device's) bus id"),
+        Column("target", pa.string(), "nvlink: the peer's bus id; pci: the parent switch"),
+        Column("count", pa.int32(), "nvlink/c2c: number of links"),
+        Column("tclass", pa.string(), "nvlink: the target's class (0x068000 NVSwitch)"),
+        Column("link_gts", pa.float64(), "pci: link speed, GT/s"),
+        Column("link_width", pa.int32(), "pci: link width, lanes"),
+        Column("bw", pa.float64(), "c2c: bandwidth as written"),
+    ),
+    "job_id, source, line",
+)
+
+GRAPH_CHANNELS = Table(
+    "graph_channels",
+    "one channel of a graph XML (NCCL_GRAPH_DUMP_FILE), with its graph's attributes",
+    (
+        *_key("line of the channel element"),
+        Column("graph_id", pa.int32(), "0 ring, 1 tree, 2 collnet chain, 3 NVLS, 4 collnet direct"),
+        Column("pattern", pa.int32(), "1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS …"),
+        Column("channel", pa.int32(), "position of the channel in its graph, from 0", False),
+        Column("nchannels", pa.int32(), "channels of the graph"),
+        Column("speedintra", pa.float64(), "GB/s per channel inside the node"),
+        Column("speedinter", pa.float64(), "GB/s per channel between nodes"),
+        Column("typeintra", pa.string(), "path type inside the node (NVL, PIX, PHB, SYS, …)"),
+        Column("typeinter", pa.string(), "path type to the NIC"),
+        Column("crossnic", pa.int32(), "crossnic attribute"),
+        Column("gpus", _INTS, "GPU devs in channel order (read base 16, as NCCL does)"),
+        Column("ranks", _INTS, "the GPUs' rank attributes (2.21.5+)"),
+        Column("nets", _INTS, "NIC devs the channel enters and leaves by"),
+    ),
+    "job_id, source, line",
+)
+
+BENCHMARK_RESULTS = Table(
+    "benchmark_results",
+    "one nccl-tests result row, from the text table or the -J JSON report",
+    (
+        *_key("line of the row (for JSON: the element's ordinal in the report)"),
+        Column("size", pa.int64(), "message size, bytes", False),
+        Column("count", pa.int64(), "elements"),
+        Column("type", pa.string(), "data type"),
+        Column("redop", pa.string(), "reduction op"),
+        Column("root", pa.int32(), "root rank (-1: none)"),
+        Column("out_time_us", pa.float64(), "out-of-place time, µs"),
+        Column("out_algbw", pa.float64(), "out-of-place algorithm bandwidth, GB/s"),
+        Column("out_busbw", pa.float64(), "out-of-place bus bandwidth, GB/s"),
+        Column("out_wrong", pa.float64(), "out-of-place #wrong (max error before ~2022)"),
+        Column("in_time_us", pa.float64(), "in-place time, µs"),
+        Column("in_algbw", pa.float64(), "in-place algorithm bandwidth, GB/s"),
+        Column("in_busbw", pa.float64(), "in-place bus bandwidth, GB/s"),
+        Column("in_wrong", pa.float64(), "in-place #wrong"),
+    ),
+    "job_id, source, line",
+)
+
+COLLECTIVE_TIMINGS = Table(
+    "collective_timings",
+    "one timed collective or p2p of one rank: an NCCL Inspector line, or a COLL/P2P event pair "
+    "of the profiler plugin's trace",
+    (
+        *_key("line of the Inspector record or of the profiler's begin event"),
+        Column("tool", pa.string(), "inspector or profiler", False),
+        *_PROCESS,
+        Column("comm", pa.string(), "communicator hash as hex (the log's commId)"),
+        Column("rank", pa.int32(), "rank in the communicator"),
+        Column("nranks", pa.int32(), "ranks of the communicator (Inspector)"),
+        Column("op", pa.string(), "AllReduce, Send, …"),
+        Column("seq", pa.int64(), "sequence number (Inspector coll_sn, profiler SeqNum)"),
+        Column("peer", pa.int32(), "p2p peer"),
+        Column("msg_size", pa.int64(), "message size, bytes (Inspector)"),
+        Column("count", pa.int64(), "elements (profiler)"),
+        Column("exec_time_us", pa.float64(), "execution time, µs"),
+        Column("timing_source", pa.string(), "kernel_gpu, kernel_cpu, collective_cpu, trace_ts"),
+        Column("algbw_gbs", pa.float64(), "algorithm bandwidth, GB/s"),
+        Column("busbw_gbs", pa.float64(), "bus bandwidth, GB/s"),
+        Column("algorithm", pa.string(), "profiler: Ring, Tree, …"),
+        Column("protocol", pa.string(), "profiler: LL, LL128, Simple"),
+        Column("nchannels", pa.int32(), "profiler: channels"),
+    ),
+    "job_id, source, line",
+)
+
+RAS_STATES = Table(
+    "ras_states",
+    "one fact of an NCCL RAS report: a Communicators row, or a line of its Errors/Warnings (text), "
+    "a rank or missing rank (JSON), a monitor event",
+    (
+        *_key("line in the report (for JSON: the element's ordinal)"),
+        Column("section", pa.string(), "communicators, errors, warnings, rank, missing_rank, …"),
+        Column("issue", pa.string(), "INCOMPLETE, DEAD, MISMATCH, TIMEOUT, …"),
+        Column("what", pa.string(), "group, heading, missing, counts, rank, process, event, …"),
+        Column("comm", pa.string(), "communicator hash (hex, as RAS prints it)"),
+        Column("group", pa.int32(), "communicator group of the table"),
+        Column("rank", pa.int32(), "rank"),
+        Column("gpu", pa.string(), "GPU(s)"),
+        Column("process", pa.int64(), "process id"),
+        Column("node", pa.string(), "node (IP or host name)"),
+        Column("how_many", pa.int64(), "ranks or processes the line counts"),
+        Column("op_count", pa.int64(), "collective operation count"),
+        Column("status", pa.string(), "communicators: RUNNING, INIT, FINALIZE, NOCOMM, UNKNOWN"),
+        Column("errors", _STRS, "communicators: OK, MISMATCH, INCOMPLETE, ERROR"),
+        Column("detail", pa.string(), "the rest, as read (status flags, counts per collective)"),
+    ),
+    "job_id, source, line",
+)
+
+FLIGHT_RECORDER_ENTRIES = Table(
+    "flight_recorder_entries",
+    "one entry of a PyTorch Flight Recorder dump (one dump per rank)",
+    (
+        *_key("the entry's ordinal in the dump"),
+        Column("rank", pa.int32(), "the rank that wrote the dump"),
+        Column("record_id", pa.int64(), "record id"),
+        Column("pg_id", pa.string(), "process group id"),
+        Column("pg_name", pa.string(), "process group name"),
+        Column("collective_seq_id", pa.int64(), "collective sequence number in the group"),
+        Column("p2p_seq_id", pa.int64(), "p2p sequence number"),
+        Column("op_id", pa.int64(), "op id"),
+        Column("profiling_name", pa.string(), "nccl:all_reduce, nccl:send 1->2, …", False),
+        Column("is_p2p", pa.bool_(), "point-to-point"),
+        Column("state", pa.string(), "scheduled, started or completed"),
+        Column("time_created_ns", pa.int64(), "creation time, ns"),
+        Column("duration_ms", pa.float64(), "duration, ms (TORCH_NCCL_ENABLE_TIMING)"),
+        Column("timeout_ms", pa.int64(), "timeout, ms"),
+        Column("retired", pa.bool_(), "retired"),
+        Column("input_sizes", pa.string(), "input shapes as JSON"),
+        Column("input_dtypes", _STRS, "input dtypes"),
+        Column("output_sizes", pa.string(), "output shapes as JSON"),
+        Column("output_dtypes", _STRS, "output dtypes"),
+        Column("call_site", pa.string(), "innermost frame outside torch: file:line (name)"),
+    ),
+    "job_id, source, line",
+)
+
+TRACE_TABLES: tuple[Table, ...] = (
+    TOPOLOGY_NODES,
+    TOPOLOGY_LINKS,
+    GRAPH_CHANNELS,
+    BENCHMARK_RESULTS,
+    COLLECTIVE_TIMINGS,
+    RAS_STATES,
+    FLIGHT_RECORDER_ENTRIES,
+)
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -346,8 +533,10 @@ TABLES: dict[str, Table] = {
         COLLECTIVES,
         ERRORS,
         FINDINGS,
+        *TRACE_TABLES,
     )
 }
+
 
 DESIGN = """\
 ## Layout

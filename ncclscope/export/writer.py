@@ -356,6 +356,8 @@ class JobExport:
         return self.result
 
     def _file(self, inp: Input, sha: str | None) -> None:
+        if not fs.is_url(inp.path) and self._trace(inp, sha):
+            return
         stats = SourceStats(inp.path)
         size = _size(inp.path)
         reader: _HashingReader | None = None
@@ -368,6 +370,32 @@ class JobExport:
         except Exception as exc:  # a parser bug must cost one input, not the batch
             stats.error = f"{type(exc).__name__}: {exc}"
         self._source_row(inp.path, None, sha, size, stats, reader)
+
+    def _trace(self, inp: Input, sha: str | None) -> bool:
+        """Read a local file that is a trace artifact (ncclscope.traces) into the job and the
+        records table; False for a log. A refused artifact is a source row with its error."""
+        from ncclscope.export.rows import batch_tables
+        from ncclscope.traces import TraceRefused, read_trace, sniff_path, trace_stats
+
+        try:
+            kind = sniff_path(inp.path, self.parser.limits)
+        except (NcclscopeError, OSError):
+            return False  # the log path reports what is wrong with the file
+        if kind is None:
+            return False
+        size = _size(inp.path)
+        try:
+            read = read_trace(inp.path, kind, input_limits=self.parser.limits)
+        except (NcclscopeError, OSError) as exc:
+            stats = SourceStats(inp.path)
+            stats.artifact = kind.value
+            stats.error = str(exc) if isinstance(exc, TraceRefused) else f"{exc}"
+            self._source_row(inp.path, None, sha, size, stats, None)
+            return True
+        stats = trace_stats(read)
+        self._batch(read.records, [], batch_tables(read.records, [], self.job_id, inp.path))
+        self._source_row(inp.path, None, sha, size, stats, None, (sha or fs.sha256(inp.path), size))
+        return True
 
     def _archive(self, inp: Input, sha: str | None) -> None:
         archive_damage = Damage()
@@ -471,6 +499,7 @@ class JobExport:
                 "error": stats.error,
                 "damage": stats.damaged.summary(),
                 "identity": self._identities.get(stats.source) if status != "error" else None,
+                "artifact": stats.artifact,
             }
         )
 
@@ -485,10 +514,14 @@ class JobExport:
     # -- job-level tables ----------------------------------------------------------------------
 
     def _job_tables(self, job: Job) -> None:
+        from ncclscope.export.trace_rows import trace_rows
+
         self._job_row()
         self._ranks(job)
         self._errors(job)
         self._findings(job)
+        for table, row in trace_rows(job, self.job_id):
+            self.writers[table].add(row)
 
     def _job_row(self) -> None:
         plan = self.plan

@@ -29,6 +29,13 @@ from ncclscope.model.records.base import Record
 from ncclscope.model.records.foreign import NcclTestsAvgBusbw, NcclTestsRow
 from ncclscope.model.records.net import IbDeviceDetail
 from ncclscope.model.records.topology import GraphPattern, TopoLink, TopoNode, TopoSystem
+from ncclscope.model.records.traces import (
+    GraphXmlGraph,
+    TopoXmlGpu,
+    TopoXmlNet,
+    TopoXmlNvlink,
+    TopoXmlPci,
+)
 from ncclscope.model.views import views
 
 #: graph search pattern of a ring (graph/topo.h NCCL_TOPO_PATTERN_RING)
@@ -105,9 +112,95 @@ def capacity(job: Job) -> Capacity | None:
             f"ring graph: {best.nchannels} channels × {bw:g} GB/s{kind}",
             (best,),
         )
+    graphs = [g for g in job.of(GraphXmlGraph) if g.graph_id == 0 and (g.nchannels or 0) > 0]
+    if graphs:
+        # the graph XML NCCL dumped (NCCL_GRAPH_DUMP_FILE): the same ring, from the trace
+
+        def total_xml(g: GraphXmlGraph) -> float:
+            return (g.nchannels or 0) * ((g.speedinter if multi else g.speedintra) or 0.0)
+
+        best_xml = max(graphs, key=total_xml)
+        if total_xml(best_xml) > 0:
+            bw = (best_xml.speedinter if multi else best_xml.speedintra) or 0.0
+            return Capacity(
+                total_xml(best_xml),
+                "ring graph",
+                f"graph XML ring: {best_xml.nchannels} channels × {bw:g} GB/s, type "
+                f"{best_xml.typeintra}/{best_xml.typeinter}",
+                (best_xml,),
+            )
     if multi:
-        return _nic_capacity(job)
-    return _gpu_link_capacity(job)
+        return _nic_capacity(job) or _xml_nic_capacity(job)
+    return _gpu_link_capacity(job) or _xml_gpu_link_capacity(job)
+
+
+#: GB/s of one NVLink per GPU architecture (NCCL's topo.h: SMxx_NVLINK_BW)
+NVLINK_GBS_BY_SM: dict[int, float] = {60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.1}
+
+
+def _xml_nic_capacity(job: Job) -> Capacity | None:
+    """The NICs of a topology XML: the sum of their speeds (Mb/s), per file, the smallest."""
+    per_file: dict[str, dict[str, TopoXmlNet]] = defaultdict(dict)
+    for n in job.of(TopoXmlNet):
+        if n.busid is not None and n.speed_mbps:
+            per_file[n.source].setdefault(n.name, n)
+    if not per_file:
+        return None
+    _source, nets = min(
+        per_file.items(), key=lambda kv: sum(n.speed_mbps or 0 for n in kv[1].values())
+    )
+    gbs = sum(n.speed_mbps or 0 for n in nets.values()) / 8000
+    return Capacity(
+        gbs,
+        "NICs",
+        f"{len(nets)} NIC(s) of the topology XML: "
+        + " + ".join(f"{(n.speed_mbps or 0) / 1000:g} Gb/s" for n in nets.values()),
+        tuple(nets.values())[:3],
+    )
+
+
+def _xml_gpu_link_capacity(job: Job) -> Capacity | None:
+    """A topology XML's links of the worst GPU: NVLinks × the architecture's per-link speed, else
+    its PCIe link (NCCL's arithmetic: lanes × GT/s × 7.5 / 80 GB/s)."""
+    nvl: dict[tuple[str, str | None], list[TopoXmlNvlink]] = defaultdict(list)
+    for link in job.of(TopoXmlNvlink):
+        nvl[(link.source, link.busid)].append(link)
+    gpus = job.of(TopoXmlGpu)
+
+    def nvl_total(links: list[TopoXmlNvlink]) -> float:
+        return sum((x.count or 0) * NVLINK_GBS_BY_SM.get(x.sm or 0, 20.0) for x in links)
+
+    if gpus and all((g.source, g.busid) in nvl for g in gpus):
+        key = min(nvl, key=lambda k: nvl_total(nvl[k]))
+        return Capacity(
+            nvl_total(nvl[key]),
+            "NVLink",
+            f"NVLink of GPU {key[1]} in the topology XML: {nvl_total(nvl[key]):g} GB/s",
+            tuple(nvl[key][:2]),
+        )
+    pcis: dict[tuple[str, str | None], TopoXmlPci] = {
+        (p.source, p.busid): p for p in job.of(TopoXmlPci)
+    }
+    links = [
+        pcis[(g.source, g.busid)]
+        for g in gpus
+        if (g.source, g.busid) in pcis
+        and pcis[(g.source, g.busid)].link_gts
+        and pcis[(g.source, g.busid)].link_width
+    ]
+    if not links:
+        return None
+
+    def pci_gbs(p: TopoXmlPci) -> float:
+        return (p.link_width or 0) * (p.link_gts or 0.0) * 7.5 / 80
+
+    worst = min(links, key=pci_gbs)
+    return Capacity(
+        pci_gbs(worst),
+        "PCIe",
+        f"PCIe of GPU {worst.busid} in the topology XML: {pci_gbs(worst):g} GB/s",
+        (worst,),
+    )
 
 
 def _nic_capacity(job: Job) -> Capacity | None:

@@ -73,6 +73,8 @@ class SourceStats:
     records: int = 0
     shapes: Counter[str] = field(default_factory=Counter)
     error: str | None = None
+    #: the trace artifact kind (ncclscope.traces) when the input is not a log, else None
+    artifact: str | None = None
     #: what was wrong with the input's bytes (cut lines, NULs, invalid UTF-8, colour codes, an
     #: early end, a binary file); its lines are still accounted for above
     damaged: Damage = field(default_factory=Damage)

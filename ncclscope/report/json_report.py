@@ -55,6 +55,8 @@ def diagnosis_to_dict(d: Diagnosis) -> dict[str, Any]:
                 "typed": st.typed,
                 "unrecognized": st.unrecognized,
                 "noise": st.noise,
+                # only for trace artifacts, so a log-only report keeps its shape
+                **({"artifact": st.artifact, "error": st.error} if st.artifact else {}),
             }
             for st in d.stats
         ],

@@ -133,6 +133,7 @@ def _render(d: Diagnosis, level: _Level, budget: int) -> str:
         ]
     if level.topology:
         out += _topology_section(d)
+        out += _bandwidth_section(d)
     else:
         out += ["", "## Topology", "", "Left out to fit the ticket: `ncclscope topo` draws it."]
     if level != _LEVELS[0]:
@@ -171,6 +172,18 @@ def _evidence(ev: Evidence, chars: int) -> list[str]:
         "",
         safe.markdown_code_block(text, "text").rstrip("\n"),
     ]
+
+
+def _bandwidth_section(d: Diagnosis) -> list[str]:
+    """nccl-tests and Inspector bus bandwidth per size against the link capacity (the SVG chart:
+    ``ncclscope bandwidth``); only for jobs whose traces or logs hold such results."""
+    from ncclscope.model.trace_topo import bandwidth_curves
+    from ncclscope.report.trace_pictures import render_bandwidth_markdown
+
+    curves = bandwidth_curves(d.job)
+    if not curves.curves:
+        return []
+    return ["", "## Bandwidth", *render_bandwidth_markdown(curves)]
 
 
 #: communicators drawn in the report (largest first); ``ncclscope topo`` draws them all

@@ -49,6 +49,12 @@ def summary_lines(d: Diagnosis) -> list[str]:
             "Connections: " + ", ".join(f"{name} ×{count}" for name, count in s.transports)
         )
     lines.extend(s.notes)
+    traces = [st for st in d.stats if st.artifact is not None]
+    if traces:
+        read = [f"{st.artifact} {st.source}" for st in traces if st.error is None]
+        if read:
+            lines.append("Traces: " + ", ".join(read))
+        lines.extend(f"Trace not read: {st.error}" for st in traces if st.error is not None)
     total = sum(st.lines for st in d.stats)
     nccl = sum(st.nccl_lines for st in d.stats)
     unrec = sum(st.unrecognized for st in d.stats)

@@ -7,10 +7,10 @@ To add a rule: write its check and ``Rule`` in the family module, add it to that
 from __future__ import annotations
 
 from ncclscope.errors import UsageError
-from ncclscope.rules import bandwidth, consistency, fabric, hang, intranode, network
+from ncclscope.rules import bandwidth, consistency, fabric, hang, intranode, network, traces
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
-_FAMILIES = (network, fabric, intranode, hang, consistency, bandwidth)
+_FAMILIES = (network, fabric, intranode, hang, consistency, bandwidth, traces)
 
 RULES: tuple[Rule, ...] = tuple(rule for family in _FAMILIES for rule in family.RULES)
 

@@ -9,6 +9,7 @@ from ncclscope.model.job import Job
 from ncclscope.model.records.foreign import NcclTestsAvgBusbw, NcclTestsRow
 from ncclscope.model.records.net import IbDeviceDetail
 from ncclscope.model.records.topology import GraphPattern, TopoLink, TopoNode
+from ncclscope.model.records.traces import GraphXmlGraph, TopoXmlNet, TopoXmlNvlink, TopoXmlPci
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
 #: below this share of the capacity the peak is "far below" (NCCL reaches 80-95% on healthy
@@ -39,7 +40,9 @@ def _check_bandwidth(job: Job) -> Iterator[Finding]:
         nccl-tests result rows up to at least 64 MiB (the ``# Avg bus bandwidth`` line averages
         latency-bound sizes and is never enough to fire), and a capacity: GRAPH lines
         (``Pattern 4, … nChannels …, bw …``), ``NET/IB: [0] … speed=…`` (2.27+), or the topology
-        dump (NCCL_DEBUG_SUBSYS=GRAPH).
+        dump (NCCL_DEBUG_SUBSYS=GRAPH); or, beside the log, the graph XML's ring graph
+        (NCCL_GRAPH_DUMP_FILE) or the topology XML's NVLinks, NICs and PCIe links
+        (NCCL_TOPO_DUMP_FILE). Results may come from the text table or the ``-J`` JSON report.
 
     What to do
         Compare ``nvidia-smi topo -m`` and ``nvidia-smi nvlink -s`` with the picture
@@ -67,7 +70,18 @@ BANDWIDTH_FAR_BELOW = Rule(
     name="bandwidth-far-below-links",
     category=Category.TOPOLOGY_MISDETECTED,
     severity=Severity.WARNING,
-    reads=(NcclTestsRow, NcclTestsAvgBusbw, GraphPattern, IbDeviceDetail, TopoLink, TopoNode),
+    reads=(
+        NcclTestsRow,
+        NcclTestsAvgBusbw,
+        GraphPattern,
+        IbDeviceDetail,
+        TopoLink,
+        TopoNode,
+        GraphXmlGraph,
+        TopoXmlNvlink,
+        TopoXmlNet,
+        TopoXmlPci,
+    ),
     remediation="Find the slow hop: compare nvidia-smi topo -m / nvlink -s, lspci link width and "
     "speed, ibstat rates with `ncclscope topo`, and run nccl-tests inside one node and between two "
     "nodes separately.",

@@ -6,10 +6,10 @@ A family module lists its classes in ``RECORD_TYPES``; add a module here to regi
 
 from __future__ import annotations
 
-from ncclscope.model.records import foreign, init, net, topology, version_env
+from ncclscope.model.records import foreign, init, net, topology, traces, version_env
 from ncclscope.model.records.base import Part, Record, Unrecognized
 
-_MODULES = (version_env, net, topology, init, foreign)
+_MODULES = (version_env, net, topology, init, foreign, traces)
 
 ALL_TYPES: tuple[type[Record] | type[Part], ...] = (
     Unrecognized,
