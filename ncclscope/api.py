@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -140,11 +141,29 @@ def group_paths(paths: Iterable[str | os.PathLike[str]], one_job: bool = False) 
     if one_job or len(names) < 2 or STDIN in names:
         why = "--one-job" if one_job else ("one input" if len(names) < 2 else "stdin is read once")
         return [single(names[0] if names else STDIN, names, Basis.ONE_JOB, why)]
-    scans = [scan(name, False) if os.path.isfile(name) else None for name in names]
-    if any(sc is None or sc.error is not None for sc in scans):
+    if not all(os.path.isfile(name) for name in names):
+        # parsing them says what is wrong (or reads a directory whole), as it always did
+        return [single(names[0], names, Basis.ONE_JOB, "an input is not a file")]
+    # Trace artifacts print no NCCL line to group by: they go with the logs' job when the logs
+    # are one job, and stand as a job of their own beside several.
+    from ncclscope.traces import sniff_path
+
+    traces = [name for name in names if sniff_path(name) is not None]
+    logs = [name for name in names if name not in traces]
+    if len(logs) < 2:
+        why = "one log and its trace artifacts" if logs else "trace artifacts only"
+        return [single(names[0], names, Basis.ONE_JOB, why)]
+    scans = [scan(name, False) for name in logs]
+    if any(sc.error is not None for sc in scans):
         # parsing them says what is wrong, in the words it always used
         return [single(names[0], names, Basis.ONE_JOB, "an input cannot be read")]
-    return group(list(identities([sc for sc in scans if sc is not None], LineParser)))
+    jobs = group(list(identities(scans, LineParser)))
+    if traces and len(jobs) == 1:
+        return [dataclasses.replace(jobs[0], inputs=(*jobs[0].inputs, *traces))]
+    if traces:
+        why = "trace artifacts beside several jobs: which one they belong to is not printed"
+        jobs.append(single(traces[0], traces, Basis.UNDECIDED, why))
+    return jobs
 
 
 def diagnose_jobs(

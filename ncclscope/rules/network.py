@@ -1364,6 +1364,10 @@ def _check_nics_differ(job: Job) -> Iterator[Finding]:
     from ncclscope.model.compare import outliers
 
     odd = [o for o in outliers(job) if o.fact in ("NICs", "network", "net plugin", "fabric")]
+    # a host that fell back to sockets differs in all of these for one reason, which NET001
+    # reports with its cause: one finding per problem
+    on_sockets = {o.host for o in odd if o.fact == "network" and "socket" in o.value.lower()}
+    odd = [o for o in odd if o.host not in on_sockets]
     if not odd:
         return
     by_fact: dict[str, list[Outlier]] = defaultdict(list)
