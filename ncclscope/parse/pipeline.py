@@ -289,8 +289,19 @@ def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]
 _ROW_COLUMNS: Final = frozenset({"line", "text", "level", *ENVELOPE})
 
 
+_PART_CLASS: dict[tuple[type, str], type[Part] | None] = {}
+
+
 def _part_class(cls: type, name: str) -> type[Part] | None:
-    """The Part class a field holds (alone, optional or in a tuple), if it holds parts."""
+    """The Part class a field holds (alone, optional or in a tuple), if it holds parts; once
+    per class and field (resolving annotations costs more than building the part)."""
+    key = (cls, name)
+    if key not in _PART_CLASS:
+        _PART_CLASS[key] = _find_part_class(cls, name)
+    return _PART_CLASS[key]
+
+
+def _find_part_class(cls: type, name: str) -> type[Part] | None:
     hint = typing.get_type_hints(cls)[name]
     for arg in (hint, *typing.get_args(hint)):
         for inner in (arg, *typing.get_args(arg)):
