@@ -375,7 +375,8 @@ def render(
             rss = f"{res.rss_kb / 1024:.0f}" if res.rss_kb else "–"
             anon = f"{res.anon_kb / 1024:.0f}" if res.anon_kb else "–"
             ratio = (s / row_mb) / (floor / mb)
-            vs = f"{(peer / mb) / (s / row_mb):.2f}" if peer and name not in (FLOOR, PEER) else "–"
+            ours = name.startswith(("parse", "diagnose", "export"))
+            vs = f"{(peer / mb) / (s / row_mb):.2f}" if peer and ours else "–"
             out.append(
                 f"| {name}{marks} | {s:.2f} | {row_mb / s:,.1f} | {ratio:.1f} | {vs} | {rss} | "
                 f"{anon} |"

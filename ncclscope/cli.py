@@ -54,6 +54,24 @@ def paths_argument(func: F) -> F:
     return click.argument("paths", nargs=-1, required=True, metavar="PATH... | -")(func)
 
 
+def report_format_option(func: F) -> F:
+    """``--format`` of the commands that report (diagnose, diff)."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json", "markdown"]),
+        default="text",
+        show_default=True,
+        help="text for a terminal, json for tools (stable contract), markdown for tickets.",
+    )(func)
+
+
+def color_option(func: F) -> F:
+    return click.option(
+        "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
+    )(func)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ncclscope")
 def main() -> None:
@@ -197,14 +215,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 
 @main.command()
 @paths_argument
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="text for a terminal, json for tools (stable contract), markdown for tickets.",
-)
+@report_format_option
 @click.option(
     "--select",
     multiple=True,
@@ -224,9 +235,7 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     show_default=True,
     help="Exit 1 when a finding at or above this severity is reported.",
 )
-@click.option(
-    "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
-)
+@color_option
 @click.option(
     "--markdown-budget",
     type=click.IntRange(min=0),
@@ -406,17 +415,8 @@ def _job_paths(path: str) -> list[str]:
 
 @main.command()
 @click.argument("jobs", nargs=-1, required=True, metavar="[GOOD] BAD")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="text for a terminal, json for tools, markdown for tickets.",
-)
-@click.option(
-    "--color/--no-color", default=None, help="Force colour on or off (default: when a TTY)."
-)
+@report_format_option
+@color_option
 def diff(jobs: tuple[str, ...], fmt: str, color: bool | None) -> None:
     """Line a job that worked up against one that did not, or one job's hosts against each other.
 

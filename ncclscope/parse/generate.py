@@ -117,8 +117,9 @@ class Translated:
     ahead: str = ""
 
 
-def _group_end(regex: str, start: int) -> int:
-    """Index just past the group opened at ``start``."""
+def _syntax(regex: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, group depth before it) of each ``(``, ``)`` and ``|`` from ``start``
+    that is syntax: not escaped, not inside a character class."""
     depth = 0
     i = start
     in_class = False
@@ -136,42 +137,22 @@ def _group_end(regex: str, start: int) -> int:
                 i += 1
             if regex[i + 1 : i + 2] == "]":
                 i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+        elif c in "()|":
+            yield i, c, depth
+            depth += {"(": 1, ")": -1, "|": 0}[c]
         i += 1
+
+
+def _group_end(regex: str, start: int) -> int:
+    """Index just past the group opened at ``start``."""
+    for i, c, depth in _syntax(regex, start):
+        if c == ")" and depth == 1:
+            return i + 1
     raise Unsupported(f"unbalanced group in {regex!r}")
 
 
 def _top_level_alternation(regex: str) -> bool:
-    depth = 0
-    i = 0
-    in_class = False
-    while i < len(regex):
-        c = regex[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-            if regex[i + 1 : i + 2] == "^":
-                i += 1
-            if regex[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
+    return any(c == "|" and depth == 0 for _i, c, depth in _syntax(regex))
 
 
 def _rewrite(regex: str) -> str:

@@ -18,7 +18,7 @@ from ncclscope.parse.frames import KindFrame, bulk_of, jsonl_rows
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.pipeline import BATCH_LINES, parse_batches
-from ncclscope.parse.reader import STDIN, ReadMeter, iter_batches, open_input
+from ncclscope.parse.reader import ReadMeter, iter_batches, open_input
 
 #: one batch for the job builder (and, if asked, the export's tables): the records in line
 #: order, the bulk rows of the summarised kinds, the tables
@@ -42,7 +42,7 @@ def _batches_of(
 
 
 def _stats_for(path: str, stats_out: list[SourceStats]) -> SourceStats:
-    st = SourceStats(STDIN if path == STDIN else path)
+    st = SourceStats(path)
     stats_out.append(st)
     return st
 
