@@ -358,11 +358,13 @@ def test_patterns_are_current() -> None:
         ("P2P(?=\\/)", generate.Translated("P2P", glue=True, lossy=True, ahead="\\/")),
         (
             "\\d+ (?=\\S+:\\d+:\\d+)",
-            generate.Translated("\\d+ ", lossy=True, ahead="\\S+:\\d+:\\d+"),
+            generate.Translated("[0-9]+ ", lossy=True, ahead="\\S+:[0-9]+:[0-9]+"),
         ),
         ("RAS(?= )", generate.Translated("RAS", consume=" ", ahead=" ")),
         ("\\S+?(?=\\.? )", generate.Translated("\\S+?", lossy=True, ahead="\\.? ")),
-        ("\\d+$", generate.Translated("\\d+$")),
+        # Unicode's digits and word characters spelt as ASCII: the patterns read only ASCII
+        ("\\d+$", generate.Translated("[0-9]+$")),
+        ("[\\w.]\\b", generate.Translated("[0-9A-Za-z_.](?-u:\\b)")),
         ("(a|b)x", generate.Translated("(?:a|b)x")),
         ("[^\\s:\\[\\]()|>]", generate.Translated("[^\\s:\\[\\]()|>]")),
     ],

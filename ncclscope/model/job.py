@@ -421,11 +421,23 @@ def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
     for host, pid in job.processes:
         if host is not None:
             pids[host].add(pid)
+    # every host by each of its suffixes, so a host's relatives are lookups, not a scan of all
+    # hosts (a 1,000-node job has 1,000 hosts)
+    by_suffix: dict[str, list[str]] = defaultdict(list)
+    for host in hosts:
+        for start in range(len(host) - _MIN_HOST + 1):
+            by_suffix[host[start:]].append(host)
     out: dict[ProcessKey, str] = {}
     for printed in hosts:
+        related = set(by_suffix.get(printed, ())) if len(printed) >= _MIN_HOST else set()
+        related.update(
+            printed[start:]
+            for start in range(1, len(printed) - _MIN_HOST + 1)
+            if printed[start:] in weight
+        )
         candidates = [
             h
-            for h in hosts
+            for h in sorted(related)
             if h != printed and _related(h, printed) and weight[h] > weight[printed]
         ]
         for pid in pids[printed]:

@@ -16,7 +16,7 @@ from ncclscope.parse.pattern_types import (
 GRAMMAR_HASH = "0f347225e8273c0c"
 
 ENVELOPE = EnvelopePattern(
-    pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e2>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e3>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][\\w.-]*: )| *(?P<e6>\\d+: )| *(?P<e7>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e10>\\[(?:rank|default)\\d+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e12>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e13>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][\\w.-]*: )| *(?P<e16>\\d+: )| *(?P<e17>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e20>\\[(?:rank|default)\\d+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e22>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e23>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][\\w.-]*: )| *(?P<e26>\\d+: )| *(?P<e27>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e30>\\[(?:rank|default)\\d+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e32>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e33>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][\\w.-]*: )| *(?P<e36>\\d+: )| *(?P<e37>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e40>\\[(?:rank|default)\\d+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:\\d++:\\d++)(?: |$)(?: *(?P<e42>\\[\\d+\\]))?| *(?P<e43>\\[\\d+\\])))?(?:(?: *\\d++\\.\\d++  *(?P<e44>[^\\s\\[\\]]+:\\d+)|(?: *[A-Za-z_]\\w*)?? *(?P<e45>[^\\s\\[\\]]+:\\d+)(?: *(?P<e46>\\([\\w:~<>*, ]+\\)))?))? *$",
+    pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e2>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e3>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e6>[0-9]+: )| *(?P<e7>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e10>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e12>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e13>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e16>[0-9]+: )| *(?P<e17>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e20>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e22>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e23>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e26>[0-9]+: )| *(?P<e27>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e30>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e32>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e33>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e36>[0-9]+: )| *(?P<e37>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e40>\\[(?:rank|default)[0-9]+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:[0-9]++:[0-9]++)(?: |$)(?: *(?P<e42>\\[[0-9]+\\]))?| *(?P<e43>\\[[0-9]+\\])))?(?:(?: *[0-9]++\\.[0-9]++  *(?P<e44>[^\\s\\[\\]]+:[0-9]+)|(?: *[A-Za-z_][0-9A-Za-z_]*)?? *(?P<e45>[^\\s\\[\\]]+:[0-9]+)(?: *(?P<e46>\\([0-9A-Za-z_:~<>*, ]+\\)))?))? *$",
     groups=(
         EnvelopeGroup(
             group="e1",
@@ -52,7 +52,7 @@ ENVELOPE = EnvelopePattern(
             group="e6",
             field="launcher_rank",
             convert="int",
-            extract="^(\\d+)[: ]*$",
+            extract="^([0-9]+)[: ]*$",
         ),
         EnvelopeGroup(
             group="e7",
@@ -64,19 +64,19 @@ ENVELOPE = EnvelopePattern(
             group="e8",
             field="launcher_rank",
             convert="int",
-            extract="^\\[\\d+,(\\d+)\\]",
+            extract="^\\[[0-9]+,([0-9]+)\\]",
         ),
         EnvelopeGroup(
             group="e9",
             field="launcher_rank",
             convert="int",
-            extract="\\|(\\d+)\\]*:*$",
+            extract="\\|([0-9]+)\\]*:*$",
         ),
         EnvelopeGroup(
             group="e10",
             field="launcher_rank",
             convert="int",
-            extract="(\\d+)",
+            extract="([0-9]+)",
         ),
         EnvelopeGroup(
             group="e11",
@@ -112,7 +112,7 @@ ENVELOPE = EnvelopePattern(
             group="e16",
             field="launcher_rank",
             convert="int",
-            extract="^(\\d+)[: ]*$",
+            extract="^([0-9]+)[: ]*$",
         ),
         EnvelopeGroup(
             group="e17",
@@ -124,19 +124,19 @@ ENVELOPE = EnvelopePattern(
             group="e18",
             field="launcher_rank",
             convert="int",
-            extract="^\\[\\d+,(\\d+)\\]",
+            extract="^\\[[0-9]+,([0-9]+)\\]",
         ),
         EnvelopeGroup(
             group="e19",
             field="launcher_rank",
             convert="int",
-            extract="\\|(\\d+)\\]*:*$",
+            extract="\\|([0-9]+)\\]*:*$",
         ),
         EnvelopeGroup(
             group="e20",
             field="launcher_rank",
             convert="int",
-            extract="(\\d+)",
+            extract="([0-9]+)",
         ),
         EnvelopeGroup(
             group="e21",
@@ -172,7 +172,7 @@ ENVELOPE = EnvelopePattern(
             group="e26",
             field="launcher_rank",
             convert="int",
-            extract="^(\\d+)[: ]*$",
+            extract="^([0-9]+)[: ]*$",
         ),
         EnvelopeGroup(
             group="e27",
@@ -184,19 +184,19 @@ ENVELOPE = EnvelopePattern(
             group="e28",
             field="launcher_rank",
             convert="int",
-            extract="^\\[\\d+,(\\d+)\\]",
+            extract="^\\[[0-9]+,([0-9]+)\\]",
         ),
         EnvelopeGroup(
             group="e29",
             field="launcher_rank",
             convert="int",
-            extract="\\|(\\d+)\\]*:*$",
+            extract="\\|([0-9]+)\\]*:*$",
         ),
         EnvelopeGroup(
             group="e30",
             field="launcher_rank",
             convert="int",
-            extract="(\\d+)",
+            extract="([0-9]+)",
         ),
         EnvelopeGroup(
             group="e31",
@@ -232,7 +232,7 @@ ENVELOPE = EnvelopePattern(
             group="e36",
             field="launcher_rank",
             convert="int",
-            extract="^(\\d+)[: ]*$",
+            extract="^([0-9]+)[: ]*$",
         ),
         EnvelopeGroup(
             group="e37",
@@ -244,73 +244,73 @@ ENVELOPE = EnvelopePattern(
             group="e38",
             field="launcher_rank",
             convert="int",
-            extract="^\\[\\d+,(\\d+)\\]",
+            extract="^\\[[0-9]+,([0-9]+)\\]",
         ),
         EnvelopeGroup(
             group="e39",
             field="launcher_rank",
             convert="int",
-            extract="\\|(\\d+)\\]*:*$",
+            extract="\\|([0-9]+)\\]*:*$",
         ),
         EnvelopeGroup(
             group="e40",
             field="launcher_rank",
             convert="int",
-            extract="(\\d+)",
+            extract="([0-9]+)",
         ),
         EnvelopeGroup(
             group="e41",
             field="host",
             convert="text",
-            extract="^(.*):\\d+:\\d+$",
+            extract="^(.*):[0-9]+:[0-9]+$",
         ),
         EnvelopeGroup(
             group="e41",
             field="pid",
             convert="int",
-            extract="^.*:(\\d+):\\d+$",
+            extract="^.*:([0-9]+):[0-9]+$",
         ),
         EnvelopeGroup(
             group="e41",
             field="tid",
             convert="int",
-            extract="^.*:\\d+:(\\d+)$",
+            extract="^.*:[0-9]+:([0-9]+)$",
         ),
         EnvelopeGroup(
             group="e42",
             field="dev",
             convert="int",
-            extract="^\\[(\\d+)\\]$",
+            extract="^\\[([0-9]+)\\]$",
         ),
         EnvelopeGroup(
             group="e43",
             field="dev",
             convert="int",
-            extract="^\\[(\\d+)\\]$",
+            extract="^\\[([0-9]+)\\]$",
         ),
         EnvelopeGroup(
             group="e44",
             field="src_file",
             convert="text",
-            extract="^(.*):\\d+$",
+            extract="^(.*):[0-9]+$",
         ),
         EnvelopeGroup(
             group="e44",
             field="src_line",
             convert="int",
-            extract="^.*:(\\d+)$",
+            extract="^.*:([0-9]+)$",
         ),
         EnvelopeGroup(
             group="e45",
             field="src_file",
             convert="text",
-            extract="^(.*):\\d+$",
+            extract="^(.*):[0-9]+$",
         ),
         EnvelopeGroup(
             group="e45",
             field="src_line",
             convert="int",
-            extract="^.*:(\\d+)$",
+            extract="^.*:([0-9]+)$",
         ),
         EnvelopeGroup(
             group="e46",
@@ -324,7 +324,7 @@ ENVELOPE = EnvelopePattern(
 KINDS: tuple[KindPattern, ...] = (
     KindPattern(
         kind="comm_destroyed",
-        pattern="^(?P<ok>) *Destroyed comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?\\d+)$",
+        pattern="^(?P<ok>) *Destroyed comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -341,7 +341,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="gdr_hca",
-        pattern="^(?P<ok>) *NET\\/ *(?P<g1>[^:]+?)  *: *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *HCA *(?P<g3>\\d+) *' *(?P<g4>[^']+) *'(?: *\\( *(?P<g5>[^)\\s](?:[^)]*[^)\\s])?) *\\))?$",
+        pattern="^(?P<ok>) *NET\\/ *(?P<g1>[^:]+?)  *: *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *HCA *(?P<g3>[0-9]+) *' *(?P<g4>[^']+) *'(?: *\\( *(?P<g5>[^)\\s](?:[^)]*[^)\\s])?) *\\))?$",
         fields=(
             FieldPattern(
                 name="net",
@@ -409,7 +409,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="internal_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:Proxy append (?:mismatch|on running operation|out of bound)|(?:Active |Free )?[Ll]ist loop at element|Element \\d+ of pool \\d+ has been lost|Could not find pool of op|Inactive op has next set|Attempting to dequeue (?:nonexistent|null)|Couldn't find opId=|Mismatched response size for opId=|Proxy response for opId=|Storing response for already completed opId=|Comm \\S+ is in abort state|(?:send|recv)ProxyConnect: (?:req|resp)Size is|P2p operation is neither send or recv|P2p schedule creation has bugs|Sendrecv (?:plan|schedule) not aligned for self|Unknown pattern for collective|Unable to post incomplete proxy op chain|Too many aggregated operations|Too many async operations in progress|Trying to launch too many|Error waiting for pthread_join|hostStreamPlanCallback\\(\\) failed|Failure in host setup|Error : ring -?\\d+ does not|Internal error : |Unknown device error|asyncJobLaunch: failed to join)(?:[^\n]*\\S)?)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:Proxy append (?:mismatch|on running operation|out of bound)|(?:Active |Free )?[Ll]ist loop at element|Element [0-9]+ of pool [0-9]+ has been lost|Could not find pool of op|Inactive op has next set|Attempting to dequeue (?:nonexistent|null)|Couldn't find opId=|Mismatched response size for opId=|Proxy response for opId=|Storing response for already completed opId=|Comm \\S+ is in abort state|(?:send|recv)ProxyConnect: (?:req|resp)Size is|P2p operation is neither send or recv|P2p schedule creation has bugs|Sendrecv (?:plan|schedule) not aligned for self|Unknown pattern for collective|Unable to post incomplete proxy op chain|Too many aggregated operations|Too many async operations in progress|Trying to launch too many|Error waiting for pthread_join|hostStreamPlanCallback\\(\\) failed|Failure in host setup|Error : ring -?[0-9]+ does not|Internal error : |Unknown device error|asyncJobLaunch: failed to join)(?:[^\n]*\\S)?)$",
         fields=(
             FieldPattern(
                 name="internal",
@@ -418,12 +418,12 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:Proxy append (?:mismatch|on running operation|out of bound)|(?:Active |Free )?[Ll]ist loop at element|Element \\d+ of pool \\d+ has been lost|Could not find pool of op|Inactive op has next set|Attempting to dequeue (?:nonexistent|null)|Couldn't find opId=|Mismatched response size for opId=|Proxy response for opId=|Storing response for already completed opId=|Comm \\S+ is in abort state|(?:send|recv)ProxyConnect: (?:req|resp)Size is|P2p operation is neither send or recv|P2p schedule creation has bugs|Sendrecv (?:plan|schedule) not aligned for self|Unknown pattern for collective|Unable to post incomplete proxy op chain|Too many aggregated operations|Too many async operations in progress|Trying to launch too many|Error waiting for pthread_join|hostStreamPlanCallback\\(\\) failed|Failure in host setup|Error : ring -?\\d+ does not|Internal error : |Unknown device error|asyncJobLaunch: failed to join)(?:[^\n]*\\S)?",
+            "r:(?:Proxy append (?:mismatch|on running operation|out of bound)|(?:Active |Free )?[Ll]ist loop at element|Element [0-9]+ of pool [0-9]+ has been lost|Could not find pool of op|Inactive op has next set|Attempting to dequeue (?:nonexistent|null)|Couldn't find opId=|Mismatched response size for opId=|Proxy response for opId=|Storing response for already completed opId=|Comm \\S+ is in abort state|(?:send|recv)ProxyConnect: (?:req|resp)Size is|P2p operation is neither send or recv|P2p schedule creation has bugs|Sendrecv (?:plan|schedule) not aligned for self|Unknown pattern for collective|Unable to post incomplete proxy op chain|Too many aggregated operations|Too many async operations in progress|Trying to launch too many|Error waiting for pthread_join|hostStreamPlanCallback\\(\\) failed|Failure in host setup|Error : ring -?[0-9]+ does not|Internal error : |Unknown device error|asyncJobLaunch: failed to join)(?:[^\n]*\\S)?",
         ),
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?\\d|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo\\w+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?[0-9]|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo[0-9A-Za-z_]+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?)$",
         fields=(
             FieldPattern(
                 name="message",
@@ -432,13 +432,13 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?\\d|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo\\w+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?",
+            "r:(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?[0-9]|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo[0-9A-Za-z_]+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?",
         ),
         alternative=10,
     ),
     KindPattern(
         kind="plugin_closed",
-        pattern="^(?P<ok>) *(?P<g1>\\w+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin))(?: *')?? *(?P<g2>[^\\s']+)(?: *')?$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin))(?: *')?? *(?P<g2>[^\\s']+)(?: *')?$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -452,12 +452,12 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:\\w+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin)",
+            "r:[0-9A-Za-z_]+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin)",
         ),
     ),
     KindPattern(
         kind="collective_mismatch",
-        pattern="^(?P<ok>) *(?:Mismatched collective detected, please check your collective calls at and around rank|Your program may be hanging, this may be caused by a collective mismatch around rank) *-?\\d+(?: *\\.(?: .*)?$)?$",
+        pattern="^(?P<ok>) *(?:Mismatched collective detected, please check your collective calls at and around rank|Your program may be hanging, this may be caused by a collective mismatch around rank) *-?[0-9]+(?: *\\.(?: .*)?$)?$",
         fields=(),
         leads=(
             "w:Mismatched",
@@ -467,7 +467,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_symbol_missing",
-        pattern="^(?P<ok>) *(?P<g1>(?:(?:NET|TUNER|PROFILER)\\/Plugin|Tuner) ?: ?[Ff]ailed to find nccl(?:CollNet|Net|Tuner|Profiler)(?:Plugin)?)(?: *_v *(?P<g2>\\d+))?(?: *symbol)?(?:(?: *in plugin *\\( *(?P<g3>lib[\\w.\\[\\]-]+) *\\) *, *using default tuner instead| *, *using internal tuner instead| *\\( *(?P<g4>[^)\\s](?:[^)]*[^)\\s])?) *\\)(?: *\\.\\s+nccl\\w+ symbols .*\\.$)?))?(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:(?:NET|TUNER|PROFILER)\\/Plugin|Tuner) ?: ?[Ff]ailed to find nccl(?:CollNet|Net|Tuner|Profiler)(?:Plugin)?)(?: *_v *(?P<g2>[0-9]+))?(?: *symbol)?(?:(?: *in plugin *\\( *(?P<g3>lib[0-9A-Za-z_.\\[\\]-]+) *\\) *, *using default tuner instead| *, *using internal tuner instead| *\\( *(?P<g4>[^)\\s](?:[^)]*[^)\\s])?) *\\)(?: *\\.\\s+nccl[0-9A-Za-z_]+ symbols .*\\.$)?))?(?: *\\.)?$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -499,7 +499,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)? *\\S(?:.*?\\S)??(?:(?: *\\(v *\\d+ *\\)| *\\.))?$",
+        pattern="^(?P<ok>) *(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)? *\\S(?:.*?\\S)??(?:(?: *\\(v *[0-9]+ *\\)| *\\.))?$",
         fields=(),
         leads=(
             "w:ENV",
@@ -513,7 +513,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="tcpx_timeout",
-        pattern="^(?P<ok>) *0x[0-9a-fA-F]+:0x[0-9a-fA-F]+, *nic *(?P<g1>\\d+) *, *(?P<g2>[^\\s,]+) *, *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *<\\- *(?P<g5>[^\\s<>]+)< *(?P<g6>\\d+) *> *(?P<g7>\\S.*?)  *timeout *cnt *(?P<g8>\\d+) *, *nanos *(?P<g9>\\d+)$",
+        pattern="^(?P<ok>) *0x[0-9a-fA-F]+:0x[0-9a-fA-F]+, *nic *(?P<g1>[0-9]+) *, *(?P<g2>[^\\s,]+) *, *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *> *<\\- *(?P<g5>[^\\s<>]+)< *(?P<g6>[0-9]+) *> *(?P<g7>\\S.*?)  *timeout *cnt *(?P<g8>[0-9]+) *, *nanos *(?P<g9>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="nic",
@@ -565,7 +565,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_handshake_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*))(?: *from *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>)? *:(?: *(?P<g5>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g6>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g7>-?(?:0x)?[0-9a-fA-F]+) *\\) *, *discarding peer connection| *(?P<g8>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g9>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g10>-?(?:0x)?[0-9a-fA-F]+) *--[^)]* *\\) *, *discarding peer connection| *(?P<g11>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g12>[^\\s<>]+)< *(?P<g13>\\d+) *> *failed *, *discarding peer connection| *(?P<g14>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g15>[^\\s<>]+)< *(?P<g16>\\d+) *>| *wrong *(?P<g17>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g18>-?(?:0x)?[0-9a-fA-F]+) *!= *(?P<g19>-?(?:0x)?[0-9a-fA-F]+)| *peer *(?P<g20>[^\\s<>]+)< *(?P<g21>\\d+) *> *(?P<g22>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *, *discarding)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*))(?: *from *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *>)? *:(?: *(?P<g5>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g6>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g7>-?(?:0x)?[0-9a-fA-F]+) *\\) *, *discarding peer connection| *(?P<g8>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g9>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g10>-?(?:0x)?[0-9a-fA-F]+) *--[^)]* *\\) *, *discarding peer connection| *(?P<g11>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g12>[^\\s<>]+)< *(?P<g13>[0-9]+) *> *failed *, *discarding peer connection| *(?P<g14>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g15>[^\\s<>]+)< *(?P<g16>[0-9]+) *>| *wrong *(?P<g17>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g18>-?(?:0x)?[0-9a-fA-F]+) *!= *(?P<g19>-?(?:0x)?[0-9a-fA-F]+)| *peer *(?P<g20>[^\\s<>]+)< *(?P<g21>[0-9]+) *> *(?P<g22>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *, *discarding)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -627,46 +627,46 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
         ),
     ),
     KindPattern(
         kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *to *[^\\s<>]+ *< *\\d+ *> *failed with error *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *to *[^\\s<>]+ *< *[0-9]+ *> *failed with error *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
         ),
         guard=True,
         alternative=2,
     ),
     KindPattern(
         kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *poll\\(\\) *failed with error *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *poll\\(\\) *failed with error *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
         ),
         guard=True,
         alternative=3,
     ),
     KindPattern(
         kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *poll\\(\\) *returned *-?\\d+(?: *,)?(?: *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *poll\\(\\) *returned *-?[0-9]+(?: *,)?(?: *\\S(?:.*\\S)?)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
         ),
         guard=True,
         alternative=4,
     ),
     KindPattern(
         kind="work_fifo_ignored",
-        pattern="^(?P<ok>) *(?P<g1>NCCL_WORK_FIFO_(?:BYTES|DEPTH)=) *(?P<g2>-?\\d+) *is being ignored because it is not a power of 2\\.$",
+        pattern="^(?P<ok>) *(?P<g1>NCCL_WORK_FIFO_(?:BYTES|DEPTH)=) *(?P<g2>-?[0-9]+) *is being ignored because it is not a power of 2\\.$",
         fields=(
             FieldPattern(
                 name="variable",
@@ -724,7 +724,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *Invalid *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *\\( *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *-?\\d+ *\\)(?: *\\.)?$",
+        pattern="^(?P<ok>) *Invalid *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *\\( *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *-?[0-9]+ *\\)(?: *\\.)?$",
         fields=(),
         leads=("w:Invalid",),
         guard=True,
@@ -732,7 +732,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_node",
-        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g3> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g4>\\d+) *\\])?)?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g3> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g4>[0-9]+) *\\])?)?$",
         fields=(
             FieldPattern(
                 name="node_type",
@@ -771,7 +771,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_paths",
-        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *:(?:(?P<g3>(?: * *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+))?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *:(?:(?P<g3>(?: * *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *[0-9]+ */(?: *-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?| *[0-9]+) */ *[A-Z][A-Z0-9_]* *\\))+))?$",
         fields=(
             FieldPattern(
                 name="node_type",
@@ -788,13 +788,13 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="part",
                 items=(
-                    "( *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))",
+                    "( *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *[0-9]+ */(?: *-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?| *[0-9]+) */ *[A-Z][A-Z0-9_]* *\\))",
                 ),
                 part="topo_path",
                 part_patterns=(
                     KindPattern(
                         kind="topo_path",
-                        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *\\( *(?P<g3>\\d+) */(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */ *(?P<g6>[A-Z][A-Z0-9_]*) *\\)$",
+                        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *\\( *(?P<g3>[0-9]+) */(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)) */ *(?P<g6>[A-Z][A-Z0-9_]*) *\\)$",
                         fields=(
                             FieldPattern(
                                 name="node_type",
@@ -849,7 +849,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_peer_closed",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *Connection closed by remote peer(?: *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>)?$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *Connection closed by remote peer(?: *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *>)?$",
         fields=(
             FieldPattern(
                 name="function",
@@ -871,14 +871,14 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *(?P<g3>(?:No valid \\S+ pair found|Unsupported\\ address\\ family\\ type|file\\ descriptor\\ is\\ \\-1|unsupported\\ IP\\ family|socket\\ is\\ invalid|pass\\ NULL\\ socket|invalid\\ socket|string\\ is\\ null))$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *(?P<g3>(?:No valid \\S+ pair found|Unsupported\\ address\\ family\\ type|file\\ descriptor\\ is\\ \\-1|unsupported\\ IP\\ family|socket\\ is\\ invalid|pass\\ NULL\\ socket|invalid\\ socket|string\\ is\\ null))$",
         fields=(
             FieldPattern(
                 name="function",
@@ -895,14 +895,14 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *(?:unexpected\\ socket\\ state|wrong\\ socket\\ state) *(?P<g3>-?\\d+)$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *(?:unexpected\\ socket\\ state|wrong\\ socket\\ state) *(?P<g3>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -920,15 +920,15 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=4,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *socket state *\\( *(?P<g3>-?\\d+)(?: */ *(?P<g4>-?\\d+))?? *\\) *is not ready$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *socket state *\\( *(?P<g3>-?[0-9]+)(?: */ *(?P<g4>-?[0-9]+))?? *\\) *is not ready$",
         fields=(
             FieldPattern(
                 name="function",
@@ -952,15 +952,15 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=5,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *invalid socket(?: *(?:0x[0-9a-fA-F]+|\\(nil\\)) */ *(?:0x[0-9a-fA-F]+|\\(nil\\))| *at index *(?P<g3>\\d+))$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *invalid socket(?: *(?:0x[0-9a-fA-F]+|\\(nil\\)) */ *(?:0x[0-9a-fA-F]+|\\(nil\\))| *at index *(?P<g3>[0-9]+))$",
         fields=(
             FieldPattern(
                 name="function",
@@ -977,15 +977,15 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=6,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *invalid arguments *ops= *(?:0x[0-9a-fA-F]+|\\(nil\\)) *numOps= *\\d+$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *invalid arguments *ops= *(?:0x[0-9a-fA-F]+|\\(nil\\)) *numOps= *[0-9]+$",
         fields=(
             FieldPattern(
                 name="function",
@@ -997,15 +997,15 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=7,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *connecting to address *(?P<g3>\\S+)  *with family *(?P<g4>\\d+) *is neither AF_INET\\( *\\d+ *\\) *nor AF_INET6\\( *\\d+ *\\)$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *connecting to address *(?P<g3>\\S+)  *with family *(?P<g4>[0-9]+) *is neither AF_INET\\( *[0-9]+ *\\) *nor AF_INET6\\( *[0-9]+ *\\)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1027,15 +1027,15 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=8,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:) *get errno *(?P<g3>\\d+) *that is not EAGAIN or EWOULDBLOCK$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *get errno *(?P<g3>[0-9]+) *that is not EAGAIN or EWOULDBLOCK$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1052,15 +1052,15 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=9,
     ),
     KindPattern(
         kind="socket_connect_retry",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:)(?: *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *>| *connect) *returned *(?P<g5>\\S[^,]*), *retrying *\\( *(?P<g6>\\d+) */ *(?P<g7>\\d+) *\\) *after sleep for *(?P<g8>\\d+) *msec$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:)(?: *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *>| *connect) *returned *(?P<g5>\\S[^,]*), *retrying *\\( *(?P<g6>[0-9]+) */ *(?P<g7>[0-9]+) *\\) *after sleep for *(?P<g8>[0-9]+) *msec$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1102,19 +1102,19 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         alternative=1,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:) *error encountered when getting address info *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:) *error encountered when getting address info *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         guard=True,
@@ -1122,22 +1122,22 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_connect_give_up",
-        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:)(?:(?: *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *\\d+ *>| *connect) *returned *\\S[^,]* *,)? *exceeded *(?:error\\ retry\\ count|timeouts|retries)(?: *after *\\d+ *attempts| *\\( *\\d+ *\\))(?: *, *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:)(?:(?: *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *[0-9]+ *>| *connect) *returned *\\S[^,]* *,)? *exceeded *(?:error\\ retry\\ count|timeouts|retries)(?: *after *[0-9]+ *attempts| *\\( *[0-9]+ *\\))(?: *, *\\S(?:.*\\S)?)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         guard=True,
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:) *Socket creation *failed *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:) *Socket creation *failed *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         guard=True,
@@ -1145,11 +1145,11 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_io_failed",
-        pattern="^(?P<ok>)(?:(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:))? *Call to *(?:recv|send)(?:(?: *from| *to) *[^\\s<>]+ *< *\\d+ *>)?? *failed *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?:(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:))? *Call to *(?:recv|send)(?:(?: *from| *to) *[^\\s<>]+ *< *[0-9]+ *>)?? *failed *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Call",
             "w:Net",
         ),
@@ -1157,11 +1157,11 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:) *Accept *failed *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:) *Accept *failed *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Net",
         ),
         guard=True,
@@ -1169,7 +1169,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="api_arg_error",
-        pattern="^(?P<ok>) *(?P<g1>\\w+)  *: *(?P<g2>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)) *(?P<g3>(?:reduction\\ operation|root|type)) *(?P<g4>-?\\d+)(?: *\\( *root should be in the 0\\.\\. *(?P<g5>\\d+) *range *\\))?$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+)  *: *(?P<g2>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)) *(?P<g3>(?:reduction\\ operation|root|type)) *(?P<g4>-?[0-9]+)(?: *\\( *root should be in the 0\\.\\. *(?P<g5>[0-9]+) *range *\\))?$",
         fields=(
             FieldPattern(
                 name="api_name",
@@ -1198,13 +1198,13 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:\\w+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?\\d+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
+            "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         alternative=1,
     ),
     KindPattern(
         kind="api_arg_error",
-        pattern="^(?P<ok>) *(?P<g1>\\w+)  *: *(?P<g2>(?:reduction\\ operation|root|type)) *(?P<g3>-?\\d+) *(?P<g4>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid))$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+)  *: *(?P<g2>(?:reduction\\ operation|root|type)) *(?P<g3>-?[0-9]+) *(?P<g4>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid))$",
         fields=(
             FieldPattern(
                 name="api_name",
@@ -1228,72 +1228,72 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:\\w+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?\\d+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
+            "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         alternative=2,
     ),
     KindPattern(
         kind="api_arg_error",
-        pattern="^(?P<ok>) *\\w+ *: *\\w+ *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid) *-?\\d+ *mismatchs with NCCL device *\\d+$",
+        pattern="^(?P<ok>) *[0-9A-Za-z_]+ *: *[0-9A-Za-z_]+ *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid) *-?[0-9]+ *mismatchs with NCCL device *[0-9]+$",
         fields=(),
         leads=(
-            "r:\\w+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?\\d+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
+            "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         guard=True,
         alternative=3,
     ),
     KindPattern(
         kind="api_arg_error",
-        pattern="^(?P<ok>) *\\w+ *: *\\w+ *(?:0x[0-9a-fA-F]+|\\(nil\\)) *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)$",
+        pattern="^(?P<ok>) *[0-9A-Za-z_]+ *: *[0-9A-Za-z_]+ *(?:0x[0-9a-fA-F]+|\\(nil\\)) *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)$",
         fields=(),
         leads=(
-            "r:\\w+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?\\d+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
+            "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         guard=True,
         alternative=4,
     ),
     KindPattern(
         kind="api_arg_error",
-        pattern="^(?P<ok>) *\\w+ *: *\\w+ *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)$",
+        pattern="^(?P<ok>) *[0-9A-Za-z_]+ *: *[0-9A-Za-z_]+ *(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)$",
         fields=(),
         leads=(
-            "r:\\w+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?\\d+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
+            "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         guard=True,
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *, *leaving it set at *-?\\d+$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *, *leaving it set at *-?[0-9]+$",
         fields=(),
         leads=(
-            "r:(?:min\\/max channels|[A-Za-z_][\\w]*)(?: (?:-?\\d+ (?:is (?:too|not|larger)|\\()|\\(-?\\w+\\) does not match|attribute))",
+            "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
         ),
         guard=True,
         alternative=2,
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?\\d+(?: *,(?: *set both to| *cap it to) *-?\\d+)?$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+(?: *,(?: *set both to| *cap it to) *-?[0-9]+)?$",
         fields=(),
         leads=(
-            "r:(?:min\\/max channels|[A-Za-z_][\\w]*)(?: (?:-?\\d+ (?:is (?:too|not|larger)|\\()|\\(-?\\w+\\) does not match|attribute))",
+            "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
         ),
         guard=True,
         alternative=4,
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][\\w]*) *[^\\s()\\/]+ *is not a valid value(?: *0/1)? *,(?: *NCCL will decide.*| *set it to *-?\\d+)$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is not a valid value(?: *0/1)? *,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
         fields=(),
         leads=(
-            "r:(?:min\\/max channels|[A-Za-z_][\\w]*)(?: (?:-?\\d+ (?:is (?:too|not|larger)|\\()|\\(-?\\w+\\) does not match|attribute))",
+            "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
         ),
         guard=True,
         alternative=3,
     ),
     KindPattern(
         kind="return_code",
-        pattern="^(?P<ok>) *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))? *\\-> *(?P<g3>\\d+)(?: *\\( *(?P<g4>[^()\\s](?:[^()]*[^()\\s])?) *\\))?(?: *\\[ *(?P<g5>[^\\[\\]\\s](?:[^\\[\\]]*[^\\[\\]\\s])?) *\\])?$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))? *\\-> *(?P<g3>[0-9]+)(?: *\\( *(?P<g4>[^()\\s](?:[^()]*[^()\\s])?) *\\))?(?: *\\[ *(?P<g5>[^\\[\\]\\s](?:[^\\[\\]]*[^\\[\\]\\s])?) *\\])?$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -1321,11 +1321,11 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="text",
             ),
         ),
-        leads=("r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",),
+        leads=("r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",),
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *(?P<g1>\\w+): *communicator was revoked$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+): *communicator was revoked$",
         fields=(
             FieldPattern(
                 name="usage_api",
@@ -1333,7 +1333,7 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="text",
             ),
         ),
-        leads=("r:\\w+(?:: communicator was revoked)",),
+        leads=("r:[0-9A-Za-z_]+(?:: communicator was revoked)",),
         alternative=7,
     ),
     KindPattern(
@@ -1351,7 +1351,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>ncclProxy\\w+)  *call to(?: *tpRank *(?P<g2>\\d+)| *rank *(?P<g3>-?\\d+))(?:(?: *localFd *(?P<g4>\\d+)| *handle *(?P<g5>0x[0-9a-fA-F]+)| *\\( *[0-9a-fA-F]+ *\\)))? *failed *: *(?P<g6>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>ncclProxy[0-9A-Za-z_]+)  *call to(?: *tpRank *(?P<g2>[0-9]+)| *rank *(?P<g3>-?[0-9]+))(?:(?: *localFd *(?P<g4>[0-9]+)| *handle *(?P<g5>0x[0-9a-fA-F]+)| *\\( *[0-9a-fA-F]+ *\\)))? *failed *: *(?P<g6>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1384,12 +1384,12 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="int",
             ),
         ),
-        leads=("r:ncclProxy\\w+(?: call to )",),
+        leads=("r:ncclProxy[0-9A-Za-z_]+(?: call to )",),
         alternative=14,
     ),
     KindPattern(
         kind="env_setting",
-        pattern="^(?P<ok>) *(?P<g1>NCCL_[A-Z0-9_]+) *set(?: *(?:from\\ environment|by\\ environment))? *to(?: *(?P<g2>-?\\d+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?P<g1>NCCL_[A-Z0-9_]+) *set(?: *(?:from\\ environment|by\\ environment))? *to(?: *(?P<g2>-?[0-9]+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))(?: *\\.)?$",
         fields=(
             FieldPattern(
                 name="name",
@@ -1410,7 +1410,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ *is too big\\. *Limiting value to *-?\\d+ *\\.$",
+        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ *is too big\\. *Limiting value to *-?[0-9]+ *\\.$",
         fields=(),
         leads=("r:NCCL_[A-Z0-9_]+",),
         guard=True,
@@ -1424,7 +1424,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="channel_summary",
-        pattern="^(?P<ok>) *(?P<g1>\\d+) *coll channels,(?: *(?P<g2>\\d+) *collnet channels,)?(?: *(?P<g3>\\d+) *nvls channels,)? *(?P<g4>\\d+) *p2p channels, *(?P<g5>\\d+) *p2p channels per peer$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9]+) *coll channels,(?: *(?P<g2>[0-9]+) *collnet channels,)?(?: *(?P<g3>[0-9]+) *nvls channels,)? *(?P<g4>[0-9]+) *p2p channels, *(?P<g5>[0-9]+) *p2p channels per peer$",
         fields=(
             FieldPattern(
                 name="coll_channels",
@@ -1452,11 +1452,11 @@ KINDS: tuple[KindPattern, ...] = (
                 convert="int",
             ),
         ),
-        leads=("r:\\d+",),
+        leads=("r:[0-9]+",),
     ),
     KindPattern(
         kind="graph_channel",
-        pattern="^(?P<ok>) *(?P<g1>\\d+) *:(?P<g2>(?: *[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)+)$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9]+) *:(?P<g2>(?: *[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)+)$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -1470,11 +1470,11 @@ KINDS: tuple[KindPattern, ...] = (
                 items=(" *([A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",),
             ),
         ),
-        leads=("r:\\d+",),
+        leads=("r:[0-9]+",),
     ),
     KindPattern(
         kind="tuning_choice",
-        pattern="^(?P<ok>)(?: *(?P<g1>[A-Za-z]\\w*)(?: *\\[ *(?P<g2>[A-Za-z][A-Za-z ]*)\\])?? *:)? *(?P<g3>\\d+) *Bytes *\\->(?: *(?P<g4>(?:cudaMemcpy\\w*|RMA proxy \\+ CE))| *Kernel *(?P<g5>\\S+) *nchannels *(?P<g6>\\d+) *nthreads *(?P<g7>\\d+)(?: *nWorks *(?P<g8>\\d+))?| *Algo(?: *(?P<g9>[A-Z][A-Z0-9_]*)| *(?P<g10>\\d+)) *proto(?: *(?P<g11>[A-Z][A-Z0-9_]*)| *(?P<g12>\\d+))(?: *time *(?P<g13>-?\\d+\\.\\d+(?:e[+-]?\\d+)?))?(?: *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g14>\\d+) *\\.\\. *(?P<g15>\\d+) *\\})?)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[A-Za-z][0-9A-Za-z_]*)(?: *\\[ *(?P<g2>[A-Za-z][A-Za-z ]*)\\])?? *:)? *(?P<g3>[0-9]+) *Bytes *\\->(?: *(?P<g4>(?:cudaMemcpy[0-9A-Za-z_]*|RMA proxy \\+ CE))| *Kernel *(?P<g5>\\S+) *nchannels *(?P<g6>[0-9]+) *nthreads *(?P<g7>[0-9]+)(?: *nWorks *(?P<g8>[0-9]+))?| *Algo(?: *(?P<g9>[A-Z][A-Z0-9_]*)| *(?P<g10>[0-9]+)) *proto(?: *(?P<g11>[A-Z][A-Z0-9_]*)| *(?P<g12>[0-9]+))(?: *time *(?P<g13>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?))?(?: *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g14>[0-9]+) *\\.\\. *(?P<g15>[0-9]+) *\\})?)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1557,8 +1557,8 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:[A-Za-z]\\w*(?:(?: \\[[^\\]]*\\])?: \\d+ Bytes )",
-            "r:\\d+",
+            "r:[0-9]+",
+            "r:[A-Za-z][0-9A-Za-z_]*(?:(?: \\[[^\\]]*\\])?: [0-9]+ Bytes )",
         ),
     ),
     KindPattern(
@@ -1569,7 +1569,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_bind_failed",
-        pattern="^(?P<ok>) *Failed to bind NVLink SHARP \\(NVLS\\) Multicast memory of size *(?P<g1>\\d+) *: *CUDA error *(?P<g2>\\d+) *' *(?P<g3>[^']+) *' *\\.(?: *Proceeding without NVLS support\\.(?P<g4>))?$",
+        pattern="^(?P<ok>) *Failed to bind NVLink SHARP \\(NVLS\\) Multicast memory of size *(?P<g1>[0-9]+) *: *CUDA error *(?P<g2>[0-9]+) *' *(?P<g3>[^']+) *' *\\.(?: *Proceeding without NVLS support\\.(?P<g4>))?$",
         fields=(
             FieldPattern(
                 name="size",
@@ -1615,7 +1615,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *Could not find intermediate GPU between GPU rank *(?P<g1>-?\\d+) *and NIC *(?P<g2>[0-9a-fA-F]+)$",
+        pattern="^(?P<ok>) *Could not find intermediate GPU between GPU rank *(?P<g1>-?[0-9]+) *and NIC *(?P<g2>[0-9a-fA-F]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -1718,7 +1718,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *improper usage of ncclCommInitRank: *nId = *(?P<g1>-?\\d+) *, *nranks= *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *improper usage of ncclCommInitRank: *nId = *(?P<g1>-?[0-9]+) *, *nranks= *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="count",
@@ -1749,7 +1749,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *Legacy IPC cleanup callback failed *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g2>-?\\d+) *\\) *cb *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>) *Legacy IPC cleanup callback failed *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g2>-?[0-9]+) *\\) *cb *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -1772,7 +1772,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="dma_buf_available",
-        pattern="^(?P<ok>) *DMA\\-BUF is available on GPU device *(?P<g1>\\d+)$",
+        pattern="^(?P<ok>) *DMA\\-BUF is available on GPU device *(?P<g1>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="cuda_dev",
@@ -1784,7 +1784,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cuda_library_error",
-        pattern="^(?P<ok>) *Failed to load CUDA missing symbol *(?P<g1>[A-Za-z_]\\w*)$",
+        pattern="^(?P<ok>) *Failed to load CUDA missing symbol *(?P<g1>[A-Za-z_][0-9A-Za-z_]*)$",
         fields=(
             FieldPattern(
                 name="symbol",
@@ -1797,7 +1797,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="graph_no_path",
-        pattern="^(?P<ok>) *Could not find a path for pattern *(?P<g1>\\d+) *, *falling back to simple order$",
+        pattern="^(?P<ok>) *Could not find a path for pattern *(?P<g1>[0-9]+) *, *falling back to simple order$",
         fields=(
             FieldPattern(
                 name="pattern",
@@ -1809,7 +1809,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *Received and initiated operation= *(?P<g1>[A-Za-z_]\\w*) *res= *(?P<g2>-?\\d+)$",
+        pattern="^(?P<ok>) *Received and initiated operation= *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *res= *(?P<g2>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="operation_name",
@@ -1845,7 +1845,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Unable to allocate shared memory *\\( *(?P<g1>\\d+) *bytes *\\) *: *(?P<g2>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *Unable to allocate shared memory *\\( *(?P<g1>[0-9]+) *bytes *\\) *: *(?P<g2>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="size",
@@ -1863,7 +1863,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="version_mismatch",
-        pattern="^(?P<ok>) *Mismatched NCCL version detected *: *rank *(?P<g1>-?\\d+) *version *(?P<g2>\\d+) *rank *(?P<g3>-?\\d+) *version *(?P<g4>[^\\s,()]+)$",
+        pattern="^(?P<ok>) *Mismatched NCCL version detected *: *rank *(?P<g1>-?[0-9]+) *version *(?P<g2>[0-9]+) *rank *(?P<g3>-?[0-9]+) *version *(?P<g4>[^\\s,()]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -1890,7 +1890,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *Invalid device count requested *: *(?P<g1>-?\\d+)$",
+        pattern="^(?P<ok>) *Invalid device count requested *: *(?P<g1>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="count",
@@ -1902,7 +1902,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?\\d+)(?: *(?P<g2>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?[0-9]+)(?: *(?P<g2>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="code",
@@ -1920,7 +1920,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_not_supported",
-        pattern="^(?P<ok>) *P2P not supported between GPU *(?P<g1>\\d+) *and GPU *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *P2P not supported between GPU *(?P<g1>[0-9]+) *and GPU *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="gpu_a",
@@ -1937,7 +1937,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_nic_filled",
-        pattern="^(?P<ok>) *ncclTopoPopulateNics : Filled *(?P<g1>\\S+)  *in topo with *pciPath= *(?P<g2>\\S+)(?P<g3>(?: *\\w+=\\S*)*)$",
+        pattern="^(?P<ok>) *ncclTopoPopulateNics : Filled *(?P<g1>\\S+)  *in topo with *pciPath= *(?P<g2>\\S+)(?P<g3>(?: *[0-9A-Za-z_]+=\\S*)*)$",
         fields=(
             FieldPattern(
                 name="nic",
@@ -1953,14 +1953,14 @@ KINDS: tuple[KindPattern, ...] = (
                 name="options",
                 groups=("g3",),
                 convert="text",
-                items=(" *(\\w+=\\S*)",),
+                items=(" *([0-9A-Za-z_]+=\\S*)",),
             ),
         ),
         leads=("w:ncclTopoPopulateNics",),
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *UDS: Creating service thread *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?\\d+)(?: *pidHash *(?P<g3>[0-9a-fA-F]+))?$",
+        pattern="^(?P<ok>) *UDS: Creating service thread *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)(?: *pidHash *(?P<g3>[0-9a-fA-F]+))?$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -1983,7 +1983,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="pxn_disabled_plugin",
-        pattern="^(?P<ok>) *PXN Disabled as plugin is v *(?P<g1>\\d+)$",
+        pattern="^(?P<ok>) *PXN Disabled as plugin is v *(?P<g1>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="plugin_version",
@@ -1995,7 +1995,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *No path computed to go from *(?P<g1>[^\\s\\/]+\\/-?\\d+) *to *(?P<g2>[^\\s\\/]+\\/-?\\d+)$",
+        pattern="^(?P<ok>) *No path computed to go from *(?P<g1>[^\\s\\/]+\\/-?[0-9]+) *to *(?P<g2>[^\\s\\/]+\\/-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="from_node",
@@ -2025,7 +2025,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>\\d+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)? *Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>[0-9]+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -2054,7 +2054,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
+            "r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",
             "w:Allocated",
         ),
     ),
@@ -2073,7 +2073,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>\\d+)(?: *\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\))? *: *(?P<g3>-?\\d+)(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>[0-9]+)(?: *\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\))? *: *(?P<g3>-?[0-9]+)(?: *(?P<g4>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="peer_dev",
@@ -2100,7 +2100,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *mkstemp: Failed to create(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))? *\\- *retrying$",
+        pattern="^(?P<ok>) *mkstemp: Failed to create(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?[0-9]+) *\\))? *\\- *retrying$",
         fields=(
             FieldPattern(
                 name="path",
@@ -2126,7 +2126,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_support",
-        pattern="^(?P<ok>) *NVLS multicast support is(?: *not(?P<g1>))?? *available on dev *(?P<g2>\\d+)(?: *\\(NVLS_NCHANNELS *(?P<g3>\\d+) *\\))?$",
+        pattern="^(?P<ok>) *NVLS multicast support is(?: *not(?P<g1>))?? *available on dev *(?P<g2>[0-9]+)(?: *\\(NVLS_NCHANNELS *(?P<g3>[0-9]+) *\\))?$",
         fields=(
             FieldPattern(
                 name="not_available",
@@ -2161,18 +2161,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="collnet_chains",
-        pattern="^(?P<ok>) *(?:Connected )?Collnet Chains(?:(?P<g1>(?: * *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+))?$",
+        pattern="^(?P<ok>) *(?:Connected )?Collnet Chains(?:(?P<g1>(?: * *\\[ *[0-9]+ *\\] *-?[0-9]+(?: */ *-?[0-9]+)* *\\-> *-?[0-9]+ *\\-> *-?[0-9]+)+))?$",
         fields=(
             FieldPattern(
                 name="chains",
                 groups=("g1",),
                 convert="part",
-                items=("( *\\[ *\\d+ *\\] *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)",),
+                items=(
+                    "( *\\[ *[0-9]+ *\\] *-?[0-9]+(?: */ *-?[0-9]+)* *\\-> *-?[0-9]+ *\\-> *-?[0-9]+)",
+                ),
                 part="tree",
                 part_patterns=(
                     KindPattern(
                         kind="tree",
-                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\](?P<g2> *-?\\d+(?: */ *-?\\d+)*) *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)$",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\](?P<g2> *-?[0-9]+(?: */ *-?[0-9]+)*) *\\-> *(?P<g3>-?[0-9]+) *\\-> *(?P<g4>-?[0-9]+)$",
                         fields=(
                             FieldPattern(
                                 name="channel",
@@ -2183,7 +2185,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 name="downs",
                                 groups=("g2",),
                                 convert="int",
-                                items=("(-?\\d+)",),
+                                items=("(-?[0-9]+)",),
                             ),
                             FieldPattern(
                                 name="me",
@@ -2220,7 +2222,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cpu_affinity",
-        pattern="^(?P<ok>) *Setting affinity for GPU *(?P<g1>\\d+) *to *(?P<g2>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *Setting affinity for GPU *(?P<g1>[0-9]+) *to *(?P<g2>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="gpu",
@@ -2250,7 +2252,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *munmap of shared memory(?: *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g2>\\d+))? *failed(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?)?$",
+        pattern="^(?P<ok>) *munmap of shared memory(?: *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g2>[0-9]+))? *failed(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?[0-9]+) *\\))?)?$",
         fields=(
             FieldPattern(
                 name="address",
@@ -2299,7 +2301,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="interface_speed",
-        pattern="^(?P<ok>) *Found network interface *(?P<g1>\\S+?) *with speed *(?P<g2>\\d+) *Mbps$",
+        pattern="^(?P<ok>) *Found network interface *(?P<g1>\\S+?) *with speed *(?P<g2>[0-9]+) *Mbps$",
         fields=(
             FieldPattern(
                 name="interface",
@@ -2317,7 +2319,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="gdrcopy_enabled",
-        pattern="^(?P<ok>) *GDRCOPY enabled library *(?P<g1>\\d+\\.\\d+) *driver *(?P<g2>\\d+\\.\\d+)$",
+        pattern="^(?P<ok>) *GDRCOPY enabled library *(?P<g1>[0-9]+\\.[0-9]+) *driver *(?P<g2>[0-9]+\\.[0-9]+)$",
         fields=(
             FieldPattern(
                 name="library_version",
@@ -2334,7 +2336,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cpu_affinity",
-        pattern="^(?P<ok>) *ncclTopoGetCpuAffinity: *Affinity for GPU *(?P<g1>\\d+) *is(?: *(?P<g2>[0-9][0-9,\\-]*)| *empty, ignoring(?P<g3>)) *\\. *\\(GPU affinity =(?: *(?P<g4>[0-9][0-9,\\-]*))? *; *CPU affinity =(?: *(?P<g5>[0-9][0-9,\\-]*))? *\\)\\.$",
+        pattern="^(?P<ok>) *ncclTopoGetCpuAffinity: *Affinity for GPU *(?P<g1>[0-9]+) *is(?: *(?P<g2>[0-9][0-9,\\-]*)| *empty, ignoring(?P<g3>)) *\\. *\\(GPU affinity =(?: *(?P<g4>[0-9][0-9,\\-]*))? *; *CPU affinity =(?: *(?P<g5>[0-9][0-9,\\-]*))? *\\)\\.$",
         fields=(
             FieldPattern(
                 name="gpu",
@@ -2367,7 +2369,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_disabled",
-        pattern="^(?P<ok>) *P2P is disabled between(?: *NVLINK(?P<g1>))?? *connected GPUs *(?P<g2>\\d+) *and *(?P<g3>\\d+) *\\.(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *P2P is disabled between(?: *NVLINK(?P<g1>))?? *connected GPUs *(?P<g2>[0-9]+) *and *(?P<g3>[0-9]+) *\\.(?: *(?P<g4>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="nvlink_flag",
@@ -2394,7 +2396,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_timings",
-        pattern="^(?P<ok>) *Bootstrap timings total *(?P<g1>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\( *create *(?P<g2>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *send *(?P<g3>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *recv *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *ring *(?P<g5>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *delay *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\)$",
+        pattern="^(?P<ok>) *Bootstrap timings total *(?P<g1>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\( *create *(?P<g2>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *send *(?P<g3>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *recv *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *ring *(?P<g5>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *delay *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\)$",
         fields=(
             FieldPattern(
                 name="total",
@@ -2431,7 +2433,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *ncclCommSetAsyncError: *error comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *sets state *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *ncclCommSetAsyncError: *error comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *sets state *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -2449,7 +2451,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *Group creation failed: *(?P<g1>-?\\d+) *vs *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *Group creation failed: *(?P<g1>-?[0-9]+) *vs *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="count",
@@ -2484,7 +2486,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="duplicate_gpu",
-        pattern="^(?P<ok>) *Duplicate GPU detected *: *rank *(?P<g1>-?\\d+) *and *rank *(?P<g2>-?\\d+) *both on CUDA device *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)$",
+        pattern="^(?P<ok>) *Duplicate GPU detected *: *rank *(?P<g1>-?[0-9]+) *and *rank *(?P<g2>-?[0-9]+) *both on CUDA device *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -2506,7 +2508,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="rank_error",
-        pattern="^(?P<ok>) *Invalid rank requested *: *(?P<g1>-?\\d+) */ *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *Invalid rank requested *: *(?P<g1>-?[0-9]+) */ *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -2523,7 +2525,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="collnet_channel",
-        pattern="^(?P<ok>) *CollNet(?:Direct)? [Cc]hannel *(?P<g1>\\d+) *rank *(?P<g2>-?\\d+)(?: *nUp *(?P<g3>\\d+) *nHeads *(?P<g4>\\d+))?(?: *up(?P<g5>(?: *-?\\d+)*))?(?: *nDown *(?P<g6>\\d+))?(?: *down(?P<g7>(?: *-?\\d+)*))?(?: *headRank *(?P<g8>-?\\d+) *out *(?P<g9>-?\\d+) *shift *(?P<g10>-?\\d+))?$",
+        pattern="^(?P<ok>) *CollNet(?:Direct)? [Cc]hannel *(?P<g1>[0-9]+) *rank *(?P<g2>-?[0-9]+)(?: *nUp *(?P<g3>[0-9]+) *nHeads *(?P<g4>[0-9]+))?(?: *up(?P<g5>(?: *-?[0-9]+)*))?(?: *nDown *(?P<g6>[0-9]+))?(?: *down(?P<g7>(?: *-?[0-9]+)*))?(?: *headRank *(?P<g8>-?[0-9]+) *out *(?P<g9>-?[0-9]+) *shift *(?P<g10>-?[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -2549,7 +2551,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="ups",
                 groups=("g5",),
                 convert="int",
-                items=(" *(-?\\d+)",),
+                items=(" *(-?[0-9]+)",),
             ),
             FieldPattern(
                 name="ndown",
@@ -2560,7 +2562,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="cn_downs",
                 groups=("g7",),
                 convert="int",
-                items=(" *(-?\\d+)",),
+                items=(" *(-?[0-9]+)",),
             ),
             FieldPattern(
                 name="head_rank",
@@ -2594,7 +2596,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *ncclAsyncJobComplete: *job *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *failed *, *job error *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *ncclAsyncJobComplete: *job *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *failed *, *job error *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="pointer",
@@ -2612,7 +2614,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_peer_failed",
-        pattern="^(?P<ok>) *(?P<g1>(?:Could\\ not\\ enable\\ P2P|peer\\ query\\ failed)) *between dev *(?P<g2>\\d+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *and dev *(?P<g4>\\d+) *\\(= *(?P<g5>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:Could\\ not\\ enable\\ P2P|peer\\ query\\ failed)) *between dev *(?P<g2>[0-9]+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *and dev *(?P<g4>[0-9]+) *\\(= *(?P<g5>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\)$",
         fields=(
             FieldPattern(
                 name="failure",
@@ -2647,7 +2649,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *invalid device count *\\( *(?P<g1>-?\\d+) *\\) *requested$",
+        pattern="^(?P<ok>) *invalid device count *\\( *(?P<g1>-?[0-9]+) *\\) *requested$",
         fields=(
             FieldPattern(
                 name="count",
@@ -2672,7 +2674,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *unlink shared memory(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *failed *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?\\d+) *\\))?$",
+        pattern="^(?P<ok>) *unlink shared memory(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *failed *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?[0-9]+) *\\))?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -2698,7 +2700,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_chunksize",
-        pattern="^(?P<ok>) *P2P Chunksize set to *(?P<g1>\\d+)$",
+        pattern="^(?P<ok>) *P2P Chunksize set to *(?P<g1>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="chunksize",
@@ -2710,7 +2712,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Device *(?P<g2>-?\\d+) *CPU core *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Device *(?P<g2>-?[0-9]+) *CPU core *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2735,7 +2737,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?:Created|Set) *CUDA context on device *(?P<g2>-?\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?:Created|Set) *CUDA context on device *(?P<g2>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2755,7 +2757,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *exit: *stop *(?P<g2>\\d+) *abortFlag *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *exit: *stop *(?P<g2>[0-9]+) *abortFlag *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2780,7 +2782,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Connection closed by localRank *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Connection closed by localRank *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2800,7 +2802,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Error encountered progressing operation= *(?P<g2>[A-Za-z_]\\w*) *, *res= *(?P<g3>\\d+) *, *closing connection$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Error encountered progressing operation= *(?P<g2>[A-Za-z_][0-9A-Za-z_]*) *, *res= *(?P<g3>[0-9]+) *, *closing connection$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2825,7 +2827,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Could not receive type from localRank *(?P<g2>\\d+)(?: *, *res= *(?P<g3>\\d+) *, *closed= *(?P<g4>\\d+))?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Could not receive type from localRank *(?P<g2>[0-9]+)(?: *, *res= *(?P<g3>[0-9]+) *, *closed= *(?P<g4>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2855,7 +2857,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed with error *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed with error *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2880,7 +2882,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Unknown command *(?P<g2>\\d+) *from localRank *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Unknown command *(?P<g2>[0-9]+) *from localRank *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2905,7 +2907,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Too many connections *\\( *(?P<g2>\\d+) *max *\\)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Too many connections *\\( *(?P<g2>[0-9]+) *max *\\)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2925,7 +2927,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *Failed to *(?:WSAPoll|Accept|create|Poll|set)(?: *CUDA context on device| *CUDA device) *-?\\d+(?: *with error *\\d+(?: *, *\\S(?:.*\\S)?)?)?(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *Failed to *(?:WSAPoll|Accept|create|Poll|set)(?: *CUDA context on device| *CUDA device) *-?[0-9]+(?: *with error *[0-9]+(?: *, *\\S(?:.*\\S)?)?)?(?: *\\.)?$",
         fields=(),
         leads=(
             "r:(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])",
@@ -2970,7 +2972,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="rank_error",
-        pattern="^(?P<ok>) *Failed to determine *(?P<g1>(?:intra\\ node|intra\\ proc|local)) *ranks *rank *(?P<g2>-?\\d+) *hostHash *(?P<g3>[0-9a-fA-F]+) *pidHash *(?P<g4>[0-9a-fA-F]+) *(?P<g5>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *Failed to determine *(?P<g1>(?:intra\\ node|intra\\ proc|local)) *ranks *rank *(?P<g2>-?[0-9]+) *hostHash *(?P<g3>[0-9a-fA-F]+) *pidHash *(?P<g4>[0-9a-fA-F]+) *(?P<g5>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="scope",
@@ -3016,7 +3018,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="interface_speed",
-        pattern="^(?P<ok>) *Could not get speed(?: *for interface| *from) *(?P<g1>\\S+?) *\\. *Defaulting to *(?P<g2>\\d+) *Gbps *\\.$",
+        pattern="^(?P<ok>) *Could not get speed(?: *for interface| *from) *(?P<g1>\\S+?) *\\. *Defaulting to *(?P<g2>[0-9]+) *Gbps *\\.$",
         fields=(
             FieldPattern(
                 name="interface",
@@ -3075,7 +3077,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="kv_convert_failed",
-        pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary(?: *, *falling back to *(?P<g2>-?\\d+))?$",
+        pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary(?: *, *falling back to *(?P<g2>-?[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="value",
@@ -3092,7 +3094,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cuda_library_error",
-        pattern="^(?P<ok>) *cuDriverGetVersion *failed with *(?P<g1>\\d+)$",
+        pattern="^(?P<ok>) *cuDriverGetVersion *failed with *(?P<g1>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="code",
@@ -3105,7 +3107,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *failure in mmap of(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *\\( *size *(?P<g3>\\d+) *\\) *: *(?P<g4>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *failure in mmap of(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *\\( *size *(?P<g3>[0-9]+) *\\) *: *(?P<g4>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="path",
@@ -3131,7 +3133,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *proxyProgressAsync *opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *op\\.type= *(?P<g2>\\d+) *op\\.reqBuff= *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *op\\.respSize= *(?P<g4>-?\\d+) *done$",
+        pattern="^(?P<ok>) *proxyProgressAsync *opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *op\\.type= *(?P<g2>[0-9]+) *op\\.reqBuff= *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *op\\.respSize= *(?P<g4>-?[0-9]+) *done$",
         fields=(
             FieldPattern(
                 name="op_id",
@@ -3159,7 +3161,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *Proxy Call to rank *(?P<g1>-?\\d+) *failed *\\( *(?P<g2>[^()\\s](?:[^()]*[^()\\s])?) *\\)$",
+        pattern="^(?P<ok>) *Proxy Call to rank *(?P<g1>-?[0-9]+) *failed *\\( *(?P<g2>[^()\\s](?:[^()]*[^()\\s])?) *\\)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -3177,7 +3179,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *Set CPU affinity : *unable to find GPU/CPU for rank *(?P<g1>-?\\d+)$",
+        pattern="^(?P<ok>) *Set CPU affinity : *unable to find GPU/CPU for rank *(?P<g1>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -3190,7 +3192,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="no_transport",
-        pattern="^(?P<ok>) *No transport found *for *rank *(?P<g1>-?\\d+) *\\[ *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\] *\\-> *rank *(?P<g3>-?\\d+) *\\[ *(?P<g4>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\]$",
+        pattern="^(?P<ok>) *No transport found *for *rank *(?P<g1>-?[0-9]+) *\\[ *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\] *\\-> *rank *(?P<g3>-?[0-9]+) *\\[ *(?P<g4>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\]$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -3224,7 +3226,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *Connected to proxy(?: *localRank *(?P<g1>\\d+)| *tpRank *(?P<g2>\\d+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>) *Connected to proxy(?: *localRank *(?P<g1>[0-9]+)| *tpRank *(?P<g2>[0-9]+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="local_rank",
@@ -3263,7 +3265,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cuda_driver_version",
-        pattern="^(?P<ok>) *cudaDriverVersion *(?P<g1>\\d+)$",
+        pattern="^(?P<ok>) *cudaDriverVersion *(?P<g1>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="cuda_driver",
@@ -3275,20 +3277,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="threads_per_block",
-        pattern="^(?P<ok>) *Threads per block *:(?P<g1> *\\d+ */ *\\d+ */ *\\d+)$",
+        pattern="^(?P<ok>) *Threads per block *:(?P<g1> *[0-9]+ */ *[0-9]+ */ *[0-9]+)$",
         fields=(
             FieldPattern(
                 name="threads",
                 groups=("g1",),
                 convert="int",
-                items=("(\\d+)",),
+                items=("([0-9]+)",),
             ),
         ),
         leads=("w:Threads",),
     ),
     KindPattern(
         kind="alloc_failed",
-        pattern="^(?P<ok>) *Allocation failed(?: *at *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+))?$",
+        pattern="^(?P<ok>) *Allocation failed(?: *at *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="alloc_at",
@@ -3301,7 +3303,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="message_truncated",
-        pattern="^(?P<ok>) *Message truncated *: *received *(?P<g1>\\d+)(?: *, *\\d+)?? *bytes instead of *(?P<g2>\\d+)(?: *, *\\d+)?$",
+        pattern="^(?P<ok>) *Message truncated *: *received *(?P<g1>[0-9]+)(?: *, *[0-9]+)?? *bytes instead of *(?P<g2>[0-9]+)(?: *, *[0-9]+)?$",
         fields=(
             FieldPattern(
                 name="received",
@@ -3318,25 +3320,25 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="thread_thresholds",
-        pattern="^(?P<ok>) *threadThresholds(?P<g1> *\\d+ */ *\\d+ */ *\\d+) *\\|(?P<g2> *\\d+ */ *\\d+ */ *\\d+)(?: *\\|(?:(?P<g3> *\\d+ */ *\\d+ */ *\\d+)| *(?P<g4>\\d+) *\\| *(?P<g5>\\d+)))?$",
+        pattern="^(?P<ok>) *threadThresholds(?P<g1> *[0-9]+ */ *[0-9]+ */ *[0-9]+) *\\|(?P<g2> *[0-9]+ */ *[0-9]+ */ *[0-9]+)(?: *\\|(?:(?P<g3> *[0-9]+ */ *[0-9]+ */ *[0-9]+)| *(?P<g4>[0-9]+) *\\| *(?P<g5>[0-9]+)))?$",
         fields=(
             FieldPattern(
                 name="tree",
                 groups=("g1",),
                 convert="int",
-                items=("(\\d+)",),
+                items=("([0-9]+)",),
             ),
             FieldPattern(
                 name="ring",
                 groups=("g2",),
                 convert="int",
-                items=("(\\d+)",),
+                items=("([0-9]+)",),
             ),
             FieldPattern(
                 name="collnet",
                 groups=("g3",),
                 convert="int",
-                items=("(\\d+)",),
+                items=("([0-9]+)",),
             ),
             FieldPattern(
                 name="collnet_direct",
@@ -3353,7 +3355,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="channel_limit",
-        pattern="^(?P<ok>) *User asked for a *(?P<g1>(?:maximum|minimum)) *of *(?P<g2>\\d+) *channels,(?: *setting it to| *limiting to) *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>) *User asked for a *(?P<g1>(?:maximum|minimum)) *of *(?P<g2>[0-9]+) *channels,(?: *setting it to| *limiting to) *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="bound",
@@ -3388,7 +3390,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="collnet_disabled",
-        pattern="^(?P<ok>) *Communicator has *(?P<g1>\\d+) *nodes which is less than CollNet node threshold *(?P<g2>\\d+) *, *disabling CollNet$",
+        pattern="^(?P<ok>) *Communicator has *(?P<g1>[0-9]+) *nodes which is less than CollNet node threshold *(?P<g2>[0-9]+) *, *disabling CollNet$",
         fields=(
             FieldPattern(
                 name="nnodes",
@@ -3422,7 +3424,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g3>-?\\d+) *\\) *(?P<g4>(?:sync \\w+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort))(?: *,)?? *error *(?P<g5>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g3>-?[0-9]+) *\\) *(?P<g4>(?:sync [0-9A-Za-z_]+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort))(?: *,)?? *error *(?P<g5>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="teardown_function",
@@ -3458,7 +3460,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *cleanup *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g3>-?\\d+) *failed in destroy/abort *, *error *(?P<g4>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *cleanup *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g3>-?[0-9]+) *failed in destroy/abort *, *error *(?P<g4>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="teardown_function",
@@ -3490,7 +3492,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g3>-?\\d+) *(?P<g4>(?:sync \\w+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort)) *error *(?P<g5>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g3>-?[0-9]+) *(?P<g4>(?:sync [0-9A-Za-z_]+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort)) *error *(?P<g5>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="teardown_function",
@@ -3527,7 +3529,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_teardown",
-        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?\\d+) *nRanks *(?P<g5>\\d+) *nNodes *(?P<g6>\\d+) *localRank *(?P<g7>\\d+) *cudaDev *(?P<g8>\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?[0-9]+) *nRanks *(?P<g5>[0-9]+) *nNodes *(?P<g6>[0-9]+) *localRank *(?P<g7>[0-9]+) *cudaDev *(?P<g8>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="action",
@@ -3581,7 +3583,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_teardown",
-        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *result *(?P<g4>-?\\d+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort)) *(?P<g2>(?:COMPLETE|START|END)) *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *result *(?P<g4>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="action",
@@ -3615,7 +3617,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Successfully loaded external(?: *(?P<g2>(?:net|coll|collnet|gin|rma|network|tuner|profiler|env)) )? *plugin *(?P<g3>lib[\\w.\\[\\]-]+)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Successfully loaded external(?: *(?P<g2>(?:net|coll|collnet|gin|rma|network|tuner|profiler|env)) )? *plugin *(?P<g3>lib[0-9A-Za-z_.\\[\\]-]+)$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3663,7 +3665,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_assigned",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Assigned plugin *(?P<g2>\\S+)(?: *type *(?P<g3>\\d+))?? *to comm$",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Assigned plugin *(?P<g2>\\S+)(?: *type *(?P<g3>[0-9]+))?? *to comm$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3718,7 +3720,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_env_name",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *NCCL_\\w+_PLUGIN *set to *(?P<g2>\\S+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *NCCL_[0-9A-Za-z_]+_PLUGIN *set to *(?P<g2>\\S+)$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3769,7 +3771,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using(?: *tuner *plugin)? *\\S(?:.*?\\S)??(?: *\\(v *\\d+ *\\))?$",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using(?: *tuner *plugin)? *\\S(?:.*?\\S)??(?: *\\(v *[0-9]+ *\\))?$",
         fields=(),
         leads=(
             "w:ENV",
@@ -3850,7 +3852,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="gdr_path",
-        pattern="^(?P<ok>)(?: *NET\\/ *(?P<g1>[^:]+?)  *:)? *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *GPU/ *(?P<g3>[^\\s\\/()',]+) *\\( *rank *(?P<g4>\\d+) *\\) *\\- *NET/ *(?P<g5>[^\\s\\/()',]+) *\\((?: *using PXN via *GPU/ *(?P<g6>[^\\s\\/()',]+) *,)? *distance *(?P<g7>\\d+) *(?:>=|<=|>|<) *(?P<g8>\\d+)(?: *, *read *(?P<g9>\\d+) *, *mode *(?P<g10>[^\\s)]+))? *\\)$",
+        pattern="^(?P<ok>)(?: *NET\\/ *(?P<g1>[^:]+?)  *:)? *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *GPU/ *(?P<g3>[^\\s\\/()',]+) *\\( *rank *(?P<g4>[0-9]+) *\\) *\\- *NET/ *(?P<g5>[^\\s\\/()',]+) *\\((?: *using PXN via *GPU/ *(?P<g6>[^\\s\\/()',]+) *,)? *distance *(?P<g7>[0-9]+) *(?:>=|<=|>|<) *(?P<g8>[0-9]+)(?: *, *read *(?P<g9>[0-9]+) *, *mode *(?P<g10>[^\\s)]+))? *\\)$",
         fields=(
             FieldPattern(
                 name="net",
@@ -3911,7 +3913,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="gdr_path",
-        pattern="^(?P<ok>)(?: *NET\\/ *[^:]+? *:)? *GPU Direct RDMA(?: *Disabled| *Enabled) *for GPU *[^\\s\\/()',]+ */ *HCA *[^\\s\\/()',]+(?: *' *[^']+ *')??(?: *\\( *distance *\\d+ *(?:>=|<=|>|<) *\\d+ *\\)(?: *, *read *\\d+(?: *mode *\\S+)?)?| *\\( *[^)]+ *\\))$",
+        pattern="^(?P<ok>)(?: *NET\\/ *[^:]+? *:)? *GPU Direct RDMA(?: *Disabled| *Enabled) *for GPU *[^\\s\\/()',]+ */ *HCA *[^\\s\\/()',]+(?: *' *[^']+ *')??(?: *\\( *distance *[0-9]+ *(?:>=|<=|>|<) *[0-9]+ *\\)(?: *, *read *[0-9]+(?: *mode *\\S+)?)?| *\\( *[^)]+ *\\))$",
         fields=(),
         leads=(
             "w:GPU",
@@ -3933,7 +3935,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_split",
-        pattern="^(?P<ok>) *bootstrapSplit:(?: *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *parent *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))))? *rank *(?P<g3>-?\\d+) *nranks *(?P<g4>\\d+) *color *(?P<g5>-?\\d+) *key *(?P<g6>-?\\d+) *prev *(?P<g7>-?\\d+) *next *(?P<g8>-?\\d+) *\\- *DONE$",
+        pattern="^(?P<ok>) *bootstrapSplit:(?: *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *parent *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))))? *rank *(?P<g3>-?[0-9]+) *nranks *(?P<g4>[0-9]+) *color *(?P<g5>-?[0-9]+) *key *(?P<g6>-?[0-9]+) *prev *(?P<g7>-?[0-9]+) *next *(?P<g8>-?[0-9]+) *\\- *DONE$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -3992,14 +3994,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *Invali[dg] config *(?:min\\/max channels|[A-Za-z_][\\w]*) *attribute value *[^\\s()\\/]+(?: */ *[^\\s()\\/]+)?$",
+        pattern="^(?P<ok>) *Invali[dg] config *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *attribute value *[^\\s()\\/]+(?: */ *[^\\s()\\/]+)?$",
         fields=(),
         leads=("r:Invali[dg] config",),
         guard=True,
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>\\d+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_]\\w*) *from rank *(?P<g3>-?\\d+) *, *retcode *(?P<g4>\\d+)$",
+        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>[0-9]+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_][0-9A-Za-z_]*) *from rank *(?P<g3>-?[0-9]+) *, *retcode *(?P<g4>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="tp_rank",
@@ -4026,7 +4028,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *Invalid device *(?P<g1>-?\\d+) *\\( *totalnDev= *(?P<g2>-?\\d+) *\\)$",
+        pattern="^(?P<ok>) *Invalid device *(?P<g1>-?[0-9]+) *\\( *totalnDev= *(?P<g2>-?[0-9]+) *\\)$",
         fields=(
             FieldPattern(
                 name="device",
@@ -4051,7 +4053,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_type_check",
-        pattern="^(?P<ok>) *Check P2P Type(?: *intraNodeP2pSupport *(?P<g1>\\d+)| *isAllDirectP2p *(?P<g2>\\d+)) *directMode *(?P<g3>\\d+)(?: *isAllCudaP2p *(?P<g4>\\d+))?$",
+        pattern="^(?P<ok>) *Check P2P Type(?: *intraNodeP2pSupport *(?P<g1>[0-9]+)| *isAllDirectP2p *(?P<g2>[0-9]+)) *directMode *(?P<g3>[0-9]+)(?: *isAllCudaP2p *(?P<g4>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="intra_node_p2p",
@@ -4091,7 +4093,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="library_call_failed",
-        pattern="^(?P<ok>) *Failed to open *(?P<g1>libnvidia-ml\\.so[\\w.]*)(?: *: *(?P<g2>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *Failed to open *(?P<g1>libnvidia-ml\\.so[0-9A-Za-z_.]*)(?: *: *(?P<g2>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="library",
@@ -4109,7 +4111,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in rank count from procs *(?P<g1>\\d+) *: *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in rank count from procs *(?P<g1>[0-9]+) *: *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="nranks",
@@ -4127,7 +4129,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *localId *(?P<g1>\\d+) *is out of range$",
+        pattern="^(?P<ok>) *Bootstrap Root *: *localId *(?P<g1>[0-9]+) *is out of range$",
         fields=(
             FieldPattern(
                 name="local_id",
@@ -4140,7 +4142,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *rank *(?P<g1>-?\\d+) *of *(?P<g2>\\d+) *ranks has already checked in$",
+        pattern="^(?P<ok>) *Bootstrap Root *: *rank *(?P<g1>-?[0-9]+) *of *(?P<g2>[0-9]+) *ranks has already checked in$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -4157,7 +4159,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_root_error",
-        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in info from procs *, *nranks *(?P<g1>\\d+) *vs *(?P<g2>\\d+) *, *(?P<g3>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *Bootstrap Root *: *mismatch in info from procs *, *nranks *(?P<g1>[0-9]+) *vs *(?P<g2>[0-9]+) *, *(?P<g3>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="nranks",
@@ -4180,7 +4182,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_not_initialized",
-        pattern="^(?P<ok>) *(?P<g1>(?:ncclSimInfo_t|ncclConfig_t)) *argument not initialized via *(?P<g2>[A-Za-z_]\\w*)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:ncclSimInfo_t|ncclConfig_t)) *argument not initialized via *(?P<g2>[A-Za-z_][0-9A-Za-z_]*)$",
         fields=(
             FieldPattern(
                 name="struct",
@@ -4220,7 +4222,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connected_all",
-        pattern="^(?P<ok>) *Connected all *(?P<g1>(?:rings|trees))(?: *, *use ring PXN *(?P<g2>\\d+) *GDR *(?P<g3>\\d+))?$",
+        pattern="^(?P<ok>) *Connected all *(?P<g1>(?:rings|trees))(?: *, *use ring PXN *(?P<g2>[0-9]+) *GDR *(?P<g3>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="what",
@@ -4242,7 +4244,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="env_invalid",
-        pattern="^(?P<ok>) *Invalid value(?: *(?P<g1>-?\\d+)| *(?P<g2>[^\\s,]+) | *(?P<g3>\\S(?:.*\\S)?)) *for *(?P<g4>NCCL_[A-Z0-9_]+) *, *using default *(?P<g5>-?\\d+) *\\.$",
+        pattern="^(?P<ok>) *Invalid value(?: *(?P<g1>-?[0-9]+)| *(?P<g2>[^\\s,]+) | *(?P<g3>\\S(?:.*\\S)?)) *for *(?P<g4>NCCL_[A-Z0-9_]+) *, *using default *(?P<g5>-?[0-9]+) *\\.$",
         fields=(
             FieldPattern(
                 name="value",
@@ -4268,7 +4270,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *(?:XML\\ Topology|XML\\ Graph) *has wrong version *(?P<g1>\\d+) *, *(?P<g2>\\d+) *needed$",
+        pattern="^(?P<ok>) *(?:XML\\ Topology|XML\\ Graph) *has wrong version *(?P<g1>[0-9]+) *, *(?P<g2>[0-9]+) *needed$",
         fields=(
             FieldPattern(
                 name="version",
@@ -4286,7 +4288,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="tuning_table_row",
-        pattern="^(?P<ok>) *Max NThreads *\\|(?: *\\d+ *\\|)+$",
+        pattern="^(?P<ok>) *Max NThreads *\\|(?: *[0-9]+ *\\|)+$",
         fields=(),
         leads=("w:Max",),
         guard=True,
@@ -4294,7 +4296,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="version_banner",
-        pattern="^(?P<ok>) *NCCL version *(?P<g1>\\d+\\.\\d+\\.\\d+[\\w.~-]*) *\\+cuda(?: *(?P<g2>\\d+\\.\\d+))?$",
+        pattern="^(?P<ok>) *NCCL version *(?P<g1>[0-9]+\\.[0-9]+\\.[0-9]+[0-9A-Za-z_.~-]*) *\\+cuda(?: *(?P<g2>[0-9]+\\.[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="nccl_version",
@@ -4311,7 +4313,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="version_banner",
-        pattern="^(?P<ok>) *NCCL version *(?P<g1>\\d+\\.\\d+\\.\\d+[\\w.~-]*) *\\+cuda *CUDA_MAJOR\\.CUDA_MINOR$",
+        pattern="^(?P<ok>) *NCCL version *(?P<g1>[0-9]+\\.[0-9]+\\.[0-9]+[0-9A-Za-z_.~-]*) *\\+cuda *CUDA_MAJOR\\.CUDA_MINOR$",
         fields=(
             FieldPattern(
                 name="nccl_version",
@@ -4324,7 +4326,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_system",
-        pattern="^(?P<ok>) *=== System :(?: *maxWidth| *maxBw)(?: *(?P<g1>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g2>\\d+))(?: *maxSpeed *(?P<g3>\\d+))??(?:(?: *totalWidth| *totalBw)(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)))? *===$",
+        pattern="^(?P<ok>) *=== System :(?: *maxWidth| *maxBw)(?: *(?P<g1>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g2>[0-9]+))(?: *maxSpeed *(?P<g3>[0-9]+))??(?:(?: *totalWidth| *totalBw)(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)))? *===$",
         fields=(
             FieldPattern(
                 name="max_bw",
@@ -4373,7 +4375,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="init_timings",
-        pattern="^(?P<ok>) *Init timings(?: *\\- *(?P<g1>nccl\\w+))??: *rank *(?P<g2>-?\\d+) *nranks *(?P<g3>\\d+) *total *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\( *kernels *(?P<g5>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *,(?: *alloc *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *,)?? *bootstrap *(?P<g7>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *allgathers *(?P<g8>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *topo *(?P<g9>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *graphs *(?P<g10>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *connections *(?P<g11>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *, *rest *(?P<g12>-?\\d+\\.\\d+(?:e[+-]?\\d+)?) *\\)$",
+        pattern="^(?P<ok>) *Init timings(?: *\\- *(?P<g1>nccl[0-9A-Za-z_]+))??: *rank *(?P<g2>-?[0-9]+) *nranks *(?P<g3>[0-9]+) *total *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\( *kernels *(?P<g5>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *,(?: *alloc *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *,)?? *bootstrap *(?P<g7>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *allgathers *(?P<g8>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *topo *(?P<g9>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *graphs *(?P<g10>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *connections *(?P<g11>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *rest *(?P<g12>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\)$",
         fields=(
             FieldPattern(
                 name="timing_api",
@@ -4440,7 +4442,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cuda_failure",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Cuda failure(?: *(?P<g3>\\d+))? *'(?: *(?P<g4>[^'\\s](?:[^']*[^'\\s])?))? *'$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)? *Cuda failure(?: *(?P<g3>[0-9]+))? *'(?: *(?P<g4>[^'\\s](?:[^']*[^'\\s])?))? *'$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -4464,7 +4466,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
+            "r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",
             "w:Cuda",
         ),
     ),
@@ -4541,7 +4543,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_config",
-        pattern="^(?P<ok>) *Comm config *(?P<g1>\\S+) *set to(?: *(?P<g2>-?\\d+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))$",
+        pattern="^(?P<ok>) *Comm config *(?P<g1>\\S+) *set to(?: *(?P<g2>-?[0-9]+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))$",
         fields=(
             FieldPattern(
                 name="field",
@@ -4562,7 +4564,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *Comm config *(?:min\\/max channels|[A-Za-z_][\\w]*) *\\( *[^\\s()\\/]+ *\\) *does not match the parent *\\( *[^\\s()\\/]+ *\\)$",
+        pattern="^(?P<ok>) *Comm config *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *\\( *[^\\s()\\/]+ *\\) *does not match the parent *\\( *[^\\s()\\/]+ *\\)$",
         fields=(),
         leads=("w:Comm",),
         guard=True,
@@ -4570,7 +4572,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment(?: *(?P<g2>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g3>[^\\s,()]+)) *\\( *size *(?P<g4>\\d+) *\\)(?: *, *error: *(?P<g5>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g6>-?\\d+) *\\))?)?$",
+        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment(?: *(?P<g2>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g3>[^\\s,()]+)) *\\( *size *(?P<g4>[0-9]+) *\\)(?: *, *error: *(?P<g5>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g6>-?[0-9]+) *\\))?)?$",
         fields=(
             FieldPattern(
                 name="operation",
@@ -4605,7 +4607,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mem_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)?(?: *memory stack *(?P<g3>(?:non\\-hunk|hunk)) *malloc\\( *(?P<g4>\\d+) *\\)| *Mem Realloc *old size *(?P<g5>\\d+) *, *new size *(?P<g6>\\d+) *pointer *(?P<g7>(?:0x[0-9a-fA-F]+|\\(nil\\)))| *(?P<g8>(?:CUMEM\\ Host|Cuda\\ Host|CuMem|Cuda|Mem|Ib)) *Alloc Size *(?P<g9>\\d+) *pointer *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *granularity *(?P<g11>\\d+)| *seconds:(?P<g12>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g13>\\d+)| *handle(?: *(?P<g14>0x[0-9a-fA-F]+)| *(?P<g15>[0-9a-fA-F]+))| *numa *(?P<g16>-?\\d+)| *dev *(?P<g17>-?\\d+))(?:(?: *granularity *(?P<g18>\\d+)| *seconds:(?P<g19>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g20>\\d+)| *handle(?: *(?P<g21>0x[0-9a-fA-F]+)| *(?P<g22>[0-9a-fA-F]+))| *numa *(?P<g23>-?\\d+)| *dev *(?P<g24>-?\\d+))(?:(?: *granularity *(?P<g25>\\d+)| *seconds:(?P<g26>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g27>\\d+)| *handle(?: *(?P<g28>0x[0-9a-fA-F]+)| *(?P<g29>[0-9a-fA-F]+))| *numa *(?P<g30>-?\\d+)| *dev *(?P<g31>-?\\d+))(?:(?: *granularity *(?P<g32>\\d+)| *seconds:(?P<g33>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g34>\\d+)| *handle(?: *(?P<g35>0x[0-9a-fA-F]+)| *(?P<g36>[0-9a-fA-F]+))| *numa *(?P<g37>-?\\d+)| *dev *(?P<g38>-?\\d+))(?:(?: *granularity *(?P<g39>\\d+)| *seconds:(?P<g40>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g41>\\d+)| *handle(?: *(?P<g42>0x[0-9a-fA-F]+)| *(?P<g43>[0-9a-fA-F]+))| *numa *(?P<g44>-?\\d+)| *dev *(?P<g45>-?\\d+))(?:(?: *granularity *(?P<g46>\\d+)| *seconds:(?P<g47>(?: *\\w+=[\\d.e+-]+)+)| *memType *(?P<g48>\\d+)| *handle(?: *(?P<g49>0x[0-9a-fA-F]+)| *(?P<g50>[0-9a-fA-F]+))| *numa *(?P<g51>-?\\d+)| *dev *(?P<g52>-?\\d+)))?)?)?)?)?)?)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)?(?: *memory stack *(?P<g3>(?:non\\-hunk|hunk)) *malloc\\( *(?P<g4>[0-9]+) *\\)| *Mem Realloc *old size *(?P<g5>[0-9]+) *, *new size *(?P<g6>[0-9]+) *pointer *(?P<g7>(?:0x[0-9a-fA-F]+|\\(nil\\)))| *(?P<g8>(?:CUMEM\\ Host|Cuda\\ Host|CuMem|Cuda|Mem|Ib)) *Alloc Size *(?P<g9>[0-9]+) *pointer *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *granularity *(?P<g11>[0-9]+)| *seconds:(?P<g12>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g13>[0-9]+)| *handle(?: *(?P<g14>0x[0-9a-fA-F]+)| *(?P<g15>[0-9a-fA-F]+))| *numa *(?P<g16>-?[0-9]+)| *dev *(?P<g17>-?[0-9]+))(?:(?: *granularity *(?P<g18>[0-9]+)| *seconds:(?P<g19>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g20>[0-9]+)| *handle(?: *(?P<g21>0x[0-9a-fA-F]+)| *(?P<g22>[0-9a-fA-F]+))| *numa *(?P<g23>-?[0-9]+)| *dev *(?P<g24>-?[0-9]+))(?:(?: *granularity *(?P<g25>[0-9]+)| *seconds:(?P<g26>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g27>[0-9]+)| *handle(?: *(?P<g28>0x[0-9a-fA-F]+)| *(?P<g29>[0-9a-fA-F]+))| *numa *(?P<g30>-?[0-9]+)| *dev *(?P<g31>-?[0-9]+))(?:(?: *granularity *(?P<g32>[0-9]+)| *seconds:(?P<g33>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g34>[0-9]+)| *handle(?: *(?P<g35>0x[0-9a-fA-F]+)| *(?P<g36>[0-9a-fA-F]+))| *numa *(?P<g37>-?[0-9]+)| *dev *(?P<g38>-?[0-9]+))(?:(?: *granularity *(?P<g39>[0-9]+)| *seconds:(?P<g40>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g41>[0-9]+)| *handle(?: *(?P<g42>0x[0-9a-fA-F]+)| *(?P<g43>[0-9a-fA-F]+))| *numa *(?P<g44>-?[0-9]+)| *dev *(?P<g45>-?[0-9]+))(?:(?: *granularity *(?P<g46>[0-9]+)| *seconds:(?P<g47>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g48>[0-9]+)| *handle(?: *(?P<g49>0x[0-9a-fA-F]+)| *(?P<g50>[0-9a-fA-F]+))| *numa *(?P<g51>-?[0-9]+)| *dev *(?P<g52>-?[0-9]+)))?)?)?)?)?)?)$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -4673,12 +4675,12 @@ KINDS: tuple[KindPattern, ...] = (
                 ),
                 convert="text",
                 items=(
-                    " *(\\w+=[\\d.e+-]+)",
-                    " *(\\w+=[\\d.e+-]+)",
-                    " *(\\w+=[\\d.e+-]+)",
-                    " *(\\w+=[\\d.e+-]+)",
-                    " *(\\w+=[\\d.e+-]+)",
-                    " *(\\w+=[\\d.e+-]+)",
+                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
                 ),
             ),
             FieldPattern(
@@ -4737,7 +4739,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
+            "r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",
             "w:CUMEM",
             "w:CuMem",
             "w:Cuda",
@@ -4748,7 +4750,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?:(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*)| *(?P<g2>ncclSocket[A-Z]\\w*)) *:| *Net  *:))? *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>\\d+) *> *returned *(?P<g5>-?\\d+) *\\( *[^)\\s](?:[^)]*[^)\\s])? *\\) *errno *(?P<g6>\\d+) *\\( *(?P<g7>[^)\\s](?:[^)]*[^)\\s])?) *\\)$",
+        pattern="^(?P<ok>)(?:(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:))? *(?:Connect\\ to|connect\\ to) *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *> *returned *(?P<g5>-?[0-9]+) *\\( *[^)\\s](?:[^)]*[^)\\s])? *\\) *errno *(?P<g6>[0-9]+) *\\( *(?P<g7>[^)\\s](?:[^)]*[^)\\s])?) *\\)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -4785,8 +4787,8 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Connect",
             "w:Net",
             "w:connect",
@@ -4795,11 +4797,11 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?:(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*| *ncclSocket[A-Z]\\w*) *:| *Net *:))? *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *\\d+ *> *failed *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>)(?:(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:))? *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *[0-9]+ *> *failed *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
-            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z]\\w*",
-            "r:ncclSocket[A-Z]\\w*(?::)",
+            "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
+            "r:ncclSocket[A-Z][0-9A-Za-z_]*(?::)",
             "w:Connect",
             "w:Net",
             "w:connect",
@@ -4808,7 +4810,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="coll_plan",
-        pattern="^(?P<ok>) *Collective *(?P<g1>[A-Za-z_]\\w*) *(?P<g2>\\([^()]*\\)) *count= *(?P<g3>-?\\d+) *devFuncId= *(?P<g4>\\d+) *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g5>\\d+) *\\.\\. *(?P<g6>\\d+) *\\}(?: *(?P<g7>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *Collective *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *(?P<g2>\\([^()]*\\)) *count= *(?P<g3>-?[0-9]+) *devFuncId= *(?P<g4>[0-9]+) *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g5>[0-9]+) *\\.\\. *(?P<g6>[0-9]+) *\\}(?: *(?P<g7>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="op_name",
@@ -4851,7 +4853,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_message_truncated",
-        pattern="^(?P<ok>) *NET/Socket *:(?: *peer *(?P<g1>[^\\s<>]+)< *(?P<g2>\\d+) *>)?? *message truncated *: *receiving *(?P<g3>\\d+) *bytes instead of *(?P<g4>\\d+)(?: *\\.(?: If you believe.*)?$)?$",
+        pattern="^(?P<ok>) *NET/Socket *:(?: *peer *(?P<g1>[^\\s<>]+)< *(?P<g2>[0-9]+) *>)?? *message truncated *: *receiving *(?P<g3>[0-9]+) *bytes instead of *(?P<g4>[0-9]+)(?: *\\.(?: If you believe.*)?$)?$",
         fields=(
             FieldPattern(
                 name="peer",
@@ -4878,20 +4880,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET/Socket *: *Using(?P<g1>(?: *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*)$",
+        pattern="^(?P<ok>) *NET/Socket *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)*)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -4923,7 +4925,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_threads",
-        pattern="^(?P<ok>) *NET/Socket *: *Using *(?P<g1>\\d+) *threads and *(?P<g2>\\d+) *sockets per thread$",
+        pattern="^(?P<ok>) *NET/Socket *: *Using *(?P<g1>[0-9]+) *threads and *(?P<g2>[0-9]+) *sockets per thread$",
         fields=(
             FieldPattern(
                 name="threads",
@@ -4948,24 +4950,24 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_trees",
-        pattern="^(?P<ok>) *NVLS Trees *:(?P<g1>(?: * *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)+)$",
+        pattern="^(?P<ok>) *NVLS Trees *:(?P<g1>(?: * *-?[0-9]+(?: */ *-?[0-9]+)* *\\-> *-?[0-9]+ *\\-> *-?[0-9]+)+)$",
         fields=(
             FieldPattern(
                 name="trees_nvls",
                 groups=("g1",),
                 convert="part",
-                items=("( *-?\\d+(?: */ *-?\\d+)* *\\-> *-?\\d+ *\\-> *-?\\d+)",),
+                items=("( *-?[0-9]+(?: */ *-?[0-9]+)* *\\-> *-?[0-9]+ *\\-> *-?[0-9]+)",),
                 part="tree",
                 part_patterns=(
                     KindPattern(
                         kind="tree",
-                        pattern="^(?P<ok>)(?P<g1> *-?\\d+(?: */ *-?\\d+)*) *\\-> *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+)$",
+                        pattern="^(?P<ok>)(?P<g1> *-?[0-9]+(?: */ *-?[0-9]+)*) *\\-> *(?P<g2>-?[0-9]+) *\\-> *(?P<g3>-?[0-9]+)$",
                         fields=(
                             FieldPattern(
                                 name="downs",
                                 groups=("g1",),
                                 convert="int",
-                                items=("(-?\\d+)",),
+                                items=("(-?[0-9]+)",),
                             ),
                             FieldPattern(
                                 name="me",
@@ -4987,7 +4989,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_paths",
-        pattern="^(?P<ok>) *Paths from *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *:(?:(?P<g3>(?: * *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))+))?$",
+        pattern="^(?P<ok>) *Paths from *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *:(?:(?P<g3>(?: * *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *[0-9]+ */(?: *-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?| *[0-9]+) */ *[A-Z][A-Z0-9_]* *\\))+))?$",
         fields=(
             FieldPattern(
                 name="node_type",
@@ -5004,13 +5006,13 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="part",
                 items=(
-                    "( *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *\\d+ */(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)?| *\\d+) */ *[A-Z][A-Z0-9_]* *\\))",
+                    "( *(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB) */ *[0-9a-fA-F]+(?:-[0-9a-fA-F]+)? *\\( *[0-9]+ */(?: *-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?| *[0-9]+) */ *[A-Z][A-Z0-9_]* *\\))",
                 ),
                 part="topo_path",
                 part_patterns=(
                     KindPattern(
                         kind="topo_path",
-                        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *\\( *(?P<g3>\\d+) */(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */ *(?P<g6>[A-Z][A-Z0-9_]*) *\\)$",
+                        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?) *\\( *(?P<g3>[0-9]+) */(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)) */ *(?P<g6>[A-Z][A-Z0-9_]*) *\\)$",
                         fields=(
                             FieldPattern(
                                 name="node_type",
@@ -5055,7 +5057,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_net",
-        pattern="^(?P<ok>) *TOPO/NET :(?: *Made vNic  *(?P<g1>\\d+)| *(?P<g2>\\S(?:.*\\S)?))$",
+        pattern="^(?P<ok>) *TOPO/NET :(?: *Made vNic  *(?P<g1>[0-9]+)| *(?P<g2>\\S(?:.*\\S)?))$",
         fields=(
             FieldPattern(
                 name="vnic",
@@ -5097,7 +5099,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+)(?: *\\( *(?P<g2>\\w+) *\\))?)? *Allocated *(?P<g3>\\d+) *bytes of shared memory in(?: *(?P<g4>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g5>[^\\s,()]+))$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)? *Allocated *(?P<g3>[0-9]+) *bytes of shared memory in(?: *(?P<g4>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g5>[^\\s,()]+))$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -5124,7 +5126,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
+            "r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",
             "w:Allocated",
         ),
     ),
@@ -5142,7 +5144,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_oob_net",
-        pattern="^(?P<ok>) *Bootstrap *: *Using *(?P<g1>[^\\s:\\[\\]<>]+): *(?P<g2>\\d+$)$",
+        pattern="^(?P<ok>) *Bootstrap *: *Using *(?P<g1>[^\\s:\\[\\]<>]+): *(?P<g2>[0-9]+$)$",
         fields=(
             FieldPattern(
                 name="name",
@@ -5159,20 +5161,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_interfaces",
-        pattern="^(?P<ok>) *Bootstrap *: *Using(?P<g1>(?: *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)*)$",
+        pattern="^(?P<ok>) *Bootstrap *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)*)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -5204,7 +5206,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_comm",
-        pattern="^(?P<ok>) *NVLS comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?: *headRank *(?P<g2>-?\\d+) *nHeads *(?P<g3>\\d+)(?: *nvlsRanks *(?P<g4>\\d+))?| *rank *(?P<g5>-?\\d+) *nranks *(?P<g6>\\d+)) *buffSize *(?P<g7>\\d+)(?: *memSize *(?P<g8>\\d+))?? *nvlsPerRankSize *(?P<g9>\\d+) *nvlsTotalSize *(?P<g10>\\d+)$",
+        pattern="^(?P<ok>) *NVLS comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?: *headRank *(?P<g2>-?[0-9]+) *nHeads *(?P<g3>[0-9]+)(?: *nvlsRanks *(?P<g4>[0-9]+))?| *rank *(?P<g5>-?[0-9]+) *nranks *(?P<g6>[0-9]+)) *buffSize *(?P<g7>[0-9]+)(?: *memSize *(?P<g8>[0-9]+))?? *nvlsPerRankSize *(?P<g9>[0-9]+) *nvlsTotalSize *(?P<g10>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -5261,7 +5263,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *malloc of *(?P<g1>\\d+) *bytes failed$",
+        pattern="^(?P<ok>) *malloc of *(?P<g1>[0-9]+) *bytes failed$",
         fields=(
             FieldPattern(
                 name="size",
@@ -5274,7 +5276,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="alloc_failed",
-        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:CUDA\\ calloc\\ async|CUDA\\ host\\ alloc|CUDA\\ calloc|CUDA\\ malloc|malloc)) *(?P<g2>\\d+) *bytes$",
+        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:CUDA\\ calloc\\ async|CUDA\\ host\\ alloc|CUDA\\ calloc|CUDA\\ malloc|malloc)) *(?P<g2>[0-9]+) *bytes$",
         fields=(
             FieldPattern(
                 name="allocator",
@@ -5291,7 +5293,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:WSAPoll|Accept|create|Poll|set)) *CUDA context on device *(?P<g2>-?\\d+)$",
+        pattern="^(?P<ok>) *Failed to *(?P<g1>(?:WSAPoll|Accept|create|Poll|set)) *CUDA context on device *(?P<g2>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="call",
@@ -5309,7 +5311,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *New proxy *(?P<g1>(?:send|recv)) *connection *(?P<g2>\\d+) *from local rank *(?P<g3>\\d+) *, *transport *(?P<g4>\\d+)$",
+        pattern="^(?P<ok>) *New proxy *(?P<g1>(?:send|recv)) *connection *(?P<g2>[0-9]+) *from local rank *(?P<g3>[0-9]+) *, *transport *(?P<g4>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="direction",
@@ -5362,7 +5364,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shared_mem_exceeded",
-        pattern="^(?P<ok>)(?: *cudaArch *(?P<g1>\\d+))??(?: *ncclMaxSharedMem| *dynamic smem) *(?P<g2>\\d+) *exceeds device/fn maxSharedMem *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>)(?: *cudaArch *(?P<g1>[0-9]+))??(?: *ncclMaxSharedMem| *dynamic smem) *(?P<g2>[0-9]+) *exceeds device/fn maxSharedMem *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="cuda_arch",
@@ -5405,14 +5407,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mlx5_call_failed",
-        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *\\w+ *failed(?: *with error *\\S.*?(?: *errno *\\d+)?)?$",
+        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ *failed(?: *with error *\\S.*?(?: *errno *[0-9]+)?)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="cuda_library_error",
-        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_]\\w*)(?: *version *(?P<g2>\\d+))?? *failed with *(?P<g3>\\d+)(?: *status *(?P<g4>-?\\d+))?$",
+        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_][0-9A-Za-z_]*)(?: *version *(?P<g2>[0-9]+))?? *failed with *(?P<g3>[0-9]+)(?: *status *(?P<g4>-?[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="symbol",
@@ -5440,7 +5442,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nic_distance",
-        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>\\d+)(?: *\\[ *(?P<g2>\\d+) *\\])?? *, *(?P<g3>[^\\s,]+)  *NIC distance *:(?P<g4>(?: *\\S+)*)$",
+        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>[0-9]+)(?: *\\[ *(?P<g2>[0-9]+) *\\])?? *, *(?P<g3>[^\\s,]+)  *NIC distance *:(?P<g4>(?: *\\S+)*)$",
         fields=(
             FieldPattern(
                 name="cuda_dev",
@@ -5468,7 +5470,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nic_distance",
-        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>\\d+) *, *(?:IP\\ Interfaces|IB\\ Ports) *:(?P<g2>(?: *\\S+)*)$",
+        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>[0-9]+) *, *(?:IP\\ Interfaces|IB\\ Ports) *:(?P<g2>(?: *\\S+)*)$",
         fields=(
             FieldPattern(
                 name="cuda_dev",
@@ -5487,7 +5489,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ring_order",
-        pattern="^(?P<ok>) *Channel *(?P<g1>\\d+)(?: */ *(?P<g2>\\d+))?? *:(?P<g3>(?: *\\d+)+)(?: *\\.\\.\\.(?P<g4>))?$",
+        pattern="^(?P<ok>) *Channel *(?P<g1>[0-9]+)(?: */ *(?P<g2>[0-9]+))?? *:(?P<g3>(?: *[0-9]+)+)(?: *\\.\\.\\.(?P<g4>))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -5503,7 +5505,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="ranks",
                 groups=("g3",),
                 convert="int",
-                items=(" *(\\d+)",),
+                items=(" *([0-9]+)",),
             ),
             FieldPattern(
                 name="truncated",
@@ -5516,7 +5518,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>) *Channel *(?P<g1>\\d+)(?: */ *(?P<g2>\\d))?? *: *(?P<g3>\\d+)(?: *\\[ *(?P<g4>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g5>)| *\\->) *(?P<g6>\\d+)(?: *\\[ *(?P<g7>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g8>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g9>direct shared memory)| *(?P<g10>SHM)(?P<g11>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))| *(?P<g12>NET)/ *(?P<g13>[^\\/\\s][^\\/]*?)/ *(?P<g14>\\d+)(?: *\\( *(?P<g15>\\d+) *\\))?(?:(?P<g16>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?| *(?P<g17>P2P)/ *(?P<g18>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g19>\\d+) *\\[ *(?P<g20>[0-9a-fA-F]+)\\])?(?:(?P<g21>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g22>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g23>\\d+))?$",
+        pattern="^(?P<ok>) *Channel *(?P<g1>[0-9]+)(?: */ *(?P<g2>[0-9]))?? *: *(?P<g3>[0-9]+)(?: *\\[ *(?P<g4>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g5>)| *\\->) *(?P<g6>[0-9]+)(?: *\\[ *(?P<g7>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g8>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g9>direct shared memory)| *(?P<g10>SHM)(?P<g11>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))| *(?P<g12>NET)/ *(?P<g13>[^\\/\\s][^\\/]*?)/ *(?P<g14>[0-9]+)(?: *\\( *(?P<g15>[0-9]+) *\\))?(?:(?P<g16>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?| *(?P<g17>P2P)/ *(?P<g18>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g19>[0-9]+) *\\[ *(?P<g20>[0-9a-fA-F]+)\\])?(?:(?P<g21>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g22>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g23>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -5581,9 +5583,9 @@ KINDS: tuple[KindPattern, ...] = (
                 ),
                 convert="text",
                 items=(
-                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
-                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
-                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
                 ),
             ),
             FieldPattern(
@@ -5707,7 +5709,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="coll_plan",
-        pattern="^(?P<ok>) *opCount *(?P<g1>[0-9a-fA-F]+) *slicesteps *(?P<g2>\\d+) *spl *(?P<g3>\\d+) *cpl *(?P<g4>\\d+) *nbytes *(?P<g5>\\d+) *\\->(?: *protocol| *llmode) *(?P<g6>\\d+) *nchannels *(?P<g7>\\d+) *nthreads *(?P<g8>\\d+) *, *nloops *(?P<g9>\\d+) *nsteps *(?P<g10>\\d+)(?: *chunksize *(?P<g11>\\d+))? *comm *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>) *opCount *(?P<g1>[0-9a-fA-F]+) *slicesteps *(?P<g2>[0-9]+) *spl *(?P<g3>[0-9]+) *cpl *(?P<g4>[0-9]+) *nbytes *(?P<g5>[0-9]+) *\\->(?: *protocol| *llmode) *(?P<g6>[0-9]+) *nchannels *(?P<g7>[0-9]+) *nthreads *(?P<g8>[0-9]+) *, *nloops *(?P<g9>[0-9]+) *nsteps *(?P<g10>[0-9]+)(?: *chunksize *(?P<g11>[0-9]+))? *comm *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="op_count_hex",
@@ -5774,7 +5776,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="coll_call",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv|AlltoAll|Gather|Scatter|PutSignal|Signal|WaitSignal|[A-Z][A-Za-z]+)):)? *opCount *(?P<g2>[0-9a-fA-F]+) *sendbuff *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *recvbuff *(?P<g4>(?:0x[0-9a-fA-F]+|\\(nil\\))) *count *(?P<g5>-?\\d+)(?: *size *(?P<g6>\\d+))?? *datatype *(?P<g7>\\d+) *op *(?P<g8>\\d+) *root *(?P<g9>-?\\d+) *comm *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\[nranks= *(?P<g11>\\d+) *\\] *stream *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv|AlltoAll|Gather|Scatter|PutSignal|Signal|WaitSignal|[A-Z][A-Za-z]+)):)? *opCount *(?P<g2>[0-9a-fA-F]+) *sendbuff *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *recvbuff *(?P<g4>(?:0x[0-9a-fA-F]+|\\(nil\\))) *count *(?P<g5>-?[0-9]+)(?: *size *(?P<g6>[0-9]+))?? *datatype *(?P<g7>[0-9]+) *op *(?P<g8>[0-9]+) *root *(?P<g9>-?[0-9]+) *comm *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\[nranks= *(?P<g11>[0-9]+) *\\] *stream *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="op",
@@ -5844,7 +5846,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="graph_pattern",
-        pattern="^(?P<ok>) *Pattern *(?P<g1>\\d+) *, *crossNic *(?P<g2>\\d+) *, *nChannels *(?P<g3>\\d+) *,(?: *speed| *bw)(?: *(?P<g4>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g5>\\d+)) */(?: *(?P<g6>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g7>\\d+)) *,(?: *nvlink *(?P<g8>\\d+) *,)? *type(?: *(?P<g9>[A-Z][A-Z0-9_]*) */ *(?P<g10>[A-Z][A-Z0-9_]*)| *(?P<g11>\\d+)) *, *sameChannels *(?P<g12>\\d+)$",
+        pattern="^(?P<ok>) *Pattern *(?P<g1>[0-9]+) *, *crossNic *(?P<g2>[0-9]+) *, *nChannels *(?P<g3>[0-9]+) *,(?: *speed| *bw)(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)) */(?: *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g7>[0-9]+)) *,(?: *nvlink *(?P<g8>[0-9]+) *,)? *type(?: *(?P<g9>[A-Z][A-Z0-9_]*) */ *(?P<g10>[A-Z][A-Z0-9_]*)| *(?P<g11>[0-9]+)) *, *sameChannels *(?P<g12>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="pattern",
@@ -5915,7 +5917,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *Error : *could not find CPU close to GPU *(?P<g1>\\d+)$",
+        pattern="^(?P<ok>) *Error : *could not find CPU close to GPU *(?P<g1>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="gpu",
@@ -5927,7 +5929,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *failed *with error *\\S(?:.*?\\S)?(?: *errno *-?\\d+)?$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed *with error *\\S(?:.*?\\S)?(?: *errno *-?[0-9]+)?$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -5935,17 +5937,17 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_retry",
-        pattern="^(?P<ok>)(?: *[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+(?: *\\( *\\w+ *\\))?)? *Call to *[A-Za-z_]\\w*(?:\\(\\))? *returned *[^,\\s][^,]* *, *retrying$",
+        pattern="^(?P<ok>)(?: *[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+(?: *\\( *[0-9A-Za-z_]+ *\\))?)? *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *returned *[^,\\s][^,]* *, *retrying$",
         fields=(),
         leads=(
-            "r:[\\w.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):\\d+",
+            "r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",
             "w:Call",
         ),
         guard=True,
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *(?:skipped, .*|not\\ supported)$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *(?:skipped, .*|not\\ supported)$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -5953,7 +5955,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *failed *with *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed *with *\\S(?:.*\\S)?$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -5961,7 +5963,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *timeout *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *timeout *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -5969,7 +5971,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *returned *\\d+$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *returned *[0-9]+$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -5977,7 +5979,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_]\\w*(?:\\(\\))? *failed(?: *: *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed(?: *: *\\S(?:.*\\S)?)?$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -6012,7 +6014,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_completion_error",
-        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>\\d+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>\\d+) *\\)| *(?P<g6>\\d+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>\\d+) *\\)| *(?P<g9>\\d+))(?:(?: *reqSize= *(?P<g10>\\d+)| *len= *(?P<g11>\\d+)))??(?: *vendor_err=| *vendor err) *(?P<g12>\\d+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>\\d+) *, *opcode *(?P<g15>\\d+) *, *len *(?P<g16>\\d+) *, *vendor err *(?P<g17>\\d+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
+        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>[0-9]+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>[0-9]+) *\\)| *(?P<g6>[0-9]+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>[0-9]+) *\\)| *(?P<g9>[0-9]+))(?:(?: *reqSize= *(?P<g10>[0-9]+)| *len= *(?P<g11>[0-9]+)))??(?: *vendor_err=| *vendor err) *(?P<g12>[0-9]+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>[0-9]+) *, *opcode *(?P<g15>[0-9]+) *, *len *(?P<g16>[0-9]+) *, *vendor err *(?P<g17>[0-9]+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
         fields=(
             FieldPattern(
                 name="gin",
@@ -6102,7 +6104,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_virtual_device",
-        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>\\d+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>\\d+) *ndevs= *(?P<g4>\\d+)(?: *rail= *(?P<g5>\\d+) *plane= *(?P<g6>\\d+))?$",
+        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>[0-9]+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>[0-9]+) *ndevs= *(?P<g4>[0-9]+)(?: *rail= *(?P<g5>[0-9]+) *plane= *(?P<g6>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="index",
@@ -6162,20 +6164,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_devices",
-        pattern="^(?P<ok>) *NET/IB *: *Using(?P<g1>(?: *(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))*)(?: *(?P<g2>\\[RO\\]))? *; *OOB(?P<g3> *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)$",
+        pattern="^(?P<ok>) *NET/IB *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))*)(?: *(?P<g2>\\[RO\\]))? *; *OOB(?P<g3> *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)$",
         fields=(
             FieldPattern(
                 name="devices",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *\\d+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *\\d+(?: *:(?: *\\d+)?(?: *: *\\d+)?)? */ *[A-Za-z][\\w-]*(?: */ *[A-Za-z][\\w-]*)*| *\\[ *\\d+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))",
+                    "((?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))",
                 ),
                 part="ib_device",
                 part_patterns=(
                     KindPattern(
                         kind="ib_device",
-                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>\\d+)(?: *:(?: *(?P<g4>\\d+))?(?: *: *(?P<g5>\\d+))?)? */ *(?P<g6>[A-Za-z][\\w-]*)(?P<g7>(?: */ *[A-Za-z][\\w-]*)*)$",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[0-9]+)(?: *:(?: *(?P<g4>[0-9]+))?(?: *: *(?P<g5>[0-9]+))?)? */ *(?P<g6>[A-Za-z][0-9A-Za-z_-]*)(?P<g7>(?: */ *[A-Za-z][0-9A-Za-z_-]*)*)$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -6211,7 +6213,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 name="features",
                                 groups=("g7",),
                                 convert="text",
-                                items=(" */ *([A-Za-z][\\w-]*)",),
+                                items=(" */ *([A-Za-z][0-9A-Za-z_-]*)",),
                             ),
                         ),
                         leads=(),
@@ -6228,13 +6230,13 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -6267,7 +6269,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_device_detail",
-        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>\\d+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>\\d+) */ *(?P<g5>[A-Za-z][\\w-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>\\d+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>\\d+)(?: *oooRqSize= *(?P<g11>\\d+))?$",
+        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>[0-9]+) */ *(?P<g5>[A-Za-z][0-9A-Za-z_-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>[0-9]+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>[0-9]+)(?: *oooRqSize= *(?P<g11>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="index",
@@ -6344,21 +6346,21 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_size_mismatch",
-        pattern="^(?P<ok>) *NET/IB *:(?: *req *\\d+ */ *\\d+ *tag *[0-9a-fA-F]+)??(?: *peer *[^\\s<>]+ *< *\\d+ *>)??(?: *posted incorrect receive info *: *size *\\d+(?: *\\S(?:.*\\S)?)?| *collective mismatch error(?: *,)?? *local size *\\d+ *remote(?: *size)?? *\\d+(?: *\\S(?:.*\\S)?)?)$",
+        pattern="^(?P<ok>) *NET/IB *:(?: *req *[0-9]+ */ *[0-9]+ *tag *[0-9a-fA-F]+)??(?: *peer *[^\\s<>]+ *< *[0-9]+ *>)??(?: *posted incorrect receive info *: *size *[0-9]+(?: *\\S(?:.*\\S)?)?| *collective mismatch error(?: *,)?? *local size *[0-9]+ *remote(?: *size)?? *[0-9]+(?: *\\S(?:.*\\S)?)?)$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="ib_async_event",
-        pattern="^(?P<ok>) *NET/IB *:(?: *[^\\s:]+ *: *\\d+)?(?: *(?:Got\\ non\\-fatal\\ async\\ event|Got\\ async\\ error\\ event|Got\\ async\\ event) *: *\\S(?:.*\\S)?| *unknown event type *\\( *\\d+ *\\)| *async fatal event(?: *on *(?:SRQ|QP|CQ)(?: *,)??(?: *unused for now)? *\\( *(?:0x[0-9a-fA-F]+|\\(nil\\)) *\\)(?: *[^:]+)?)? *: *\\S(?:.*\\S)?| *GID table changed)$",
+        pattern="^(?P<ok>) *NET/IB *:(?: *[^\\s:]+ *: *[0-9]+)?(?: *(?:Got\\ non\\-fatal\\ async\\ event|Got\\ async\\ error\\ event|Got\\ async\\ event) *: *\\S(?:.*\\S)?| *unknown event type *\\( *[0-9]+ *\\)| *async fatal event(?: *on *(?:SRQ|QP|CQ)(?: *,)??(?: *unused for now)? *\\( *(?:0x[0-9a-fA-F]+|\\(nil\\)) *\\)(?: *[^:]+)?)? *: *\\S(?:.*\\S)?| *GID table changed)$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="ib_qp_info",
-        pattern="^(?P<ok>) *NET/IB *:(?: *\\w+ *:)?(?: *(?:NCCL\\ MergedDev|NCCL\\ Dev|Dev))??(?: *\\d+)?(?: *IbDev)?? *\\d+ *Port *\\d+ *(?:qp_num|qpn) *\\d+ *mtu *\\d+(?: *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>) *NET/IB *:(?: *[0-9A-Za-z_]+ *:)?(?: *(?:NCCL\\ MergedDev|NCCL\\ Dev|Dev))??(?: *[0-9]+)?(?: *IbDev)?? *[0-9]+ *Port *[0-9]+ *(?:qp_num|qpn) *[0-9]+ *mtu *[0-9]+(?: *\\S(?:.*\\S)?)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
@@ -6372,7 +6374,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="graph_loaded",
-        pattern="^(?P<ok>) *Search *(?P<g1>\\d+) *: *(?P<g2>\\d+) *channels loaded from XML graph$",
+        pattern="^(?P<ok>) *Search *(?P<g1>[0-9]+) *: *(?P<g2>[0-9]+) *channels loaded from XML graph$",
         fields=(
             FieldPattern(
                 name="pattern",
@@ -6389,7 +6391,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to create shared memory file(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?) *\\( *(?P<g4>-?\\d+) *\\)$",
+        pattern="^(?P<ok>) *Error: *failed to create shared memory file(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?) *\\( *(?P<g4>-?[0-9]+) *\\)$",
         fields=(
             FieldPattern(
                 name="path",
@@ -6415,7 +6417,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to extend(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *to *(?P<g3>\\d+) *bytes(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?$",
+        pattern="^(?P<ok>) *Error: *failed to extend(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *to *(?P<g3>[0-9]+) *bytes(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?[0-9]+) *\\))?)?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -6446,7 +6448,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>)(?: *Error:)?? *Could not map(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+))(?: *size *(?P<g3>\\d+)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?\\d+) *\\))?)?)?$",
+        pattern="^(?P<ok>)(?: *Error:)?? *Could not map(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+))(?: *size *(?P<g3>[0-9]+)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?[0-9]+) *\\))?)?)?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -6487,7 +6489,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_rack",
-        pattern="^(?P<ok>) *MNNVL *rack serial *(?P<g1>\\S+) *slot *(?P<g2>\\d+) *tray *(?P<g3>\\d+) *hostId *(?P<g4>\\d+) *peerType *(?P<g5>\\d+) *moduleId *(?P<g6>\\d+)$",
+        pattern="^(?P<ok>) *MNNVL *rack serial *(?P<g1>\\S+) *slot *(?P<g2>[0-9]+) *tray *(?P<g3>[0-9]+) *hostId *(?P<g4>[0-9]+) *peerType *(?P<g5>[0-9]+) *moduleId *(?P<g6>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rack_serial",
@@ -6524,7 +6526,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_fabric",
-        pattern="^(?P<ok>) *MNNVL *busId *(?P<g1>0x[0-9a-fA-F]+) *fabric UUID *(?P<g2>[0-9a-fA-F]+\\.[0-9a-fA-F]+) *cliqueId(?: *(?P<g3>0x[0-9a-fA-F]+)| *(?P<g4>[0-9a-fA-F]+)) *state *(?P<g5>\\d+) *healthMask *(?P<g6>0x[0-9a-fA-F]+)$",
+        pattern="^(?P<ok>) *MNNVL *busId *(?P<g1>0x[0-9a-fA-F]+) *fabric UUID *(?P<g2>[0-9a-fA-F]+\\.[0-9a-fA-F]+) *cliqueId(?: *(?P<g3>0x[0-9a-fA-F]+)| *(?P<g4>[0-9a-fA-F]+)) *state *(?P<g5>[0-9]+) *healthMask *(?P<g6>0x[0-9a-fA-F]+)$",
         fields=(
             FieldPattern(
                 name="bus_id",
@@ -6559,7 +6561,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_clique",
-        pattern="^(?P<ok>) *MNNVL *(?P<g1>\\d+) *cliqueId(?: *(?P<g2>0x[0-9a-fA-F]+)| *(?P<g3>[0-9a-fA-F]+)) *cliqueSize *(?P<g4>\\d+) *cliqueRank *(?P<g5>\\d+)(?: *nvlDomainSize *(?P<g6>\\d+))?$",
+        pattern="^(?P<ok>) *MNNVL *(?P<g1>[0-9]+) *cliqueId(?: *(?P<g2>0x[0-9a-fA-F]+)| *(?P<g3>[0-9a-fA-F]+)) *cliqueSize *(?P<g4>[0-9]+) *cliqueRank *(?P<g5>[0-9]+)(?: *nvlDomainSize *(?P<g6>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="mnnvl",
@@ -6594,7 +6596,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_unavailable",
-        pattern="^(?P<ok>) *MNNVL *\\(cliqueSize *(?P<g1>\\d+) *\\) *is available but not *(?P<g2>(?:supported|working)) *on this system\\.(?: *(?P<g3>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *MNNVL *\\(cliqueSize *(?P<g1>[0-9]+) *\\) *is available but not *(?P<g2>(?:supported|working)) *on this system\\.(?: *(?P<g3>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="clique_size",
@@ -6624,20 +6626,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="trees",
-        pattern="^(?P<ok>) *Trees(?:(?P<g1>(?:(?: * *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| * *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?))+))?$",
+        pattern="^(?P<ok>) *Trees(?:(?P<g1>(?:(?: * *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| * *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: *\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*)?))+))?$",
         fields=(
             FieldPattern(
                 name="trees",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "( *\\[ *\\d+ *\\] *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*| *\\[ *\\d+ *\\] *-?\\d+ */ *-?\\d+ */ *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: *\\| *-?\\d+ *\\-> *-?\\d+ *\\-> *-?\\d+(?: */ *-?\\d+)*)?)",
+                    "( *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: *\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*)?)",
                 ),
                 part="tree",
                 part_patterns=(
                     KindPattern(
                         kind="tree",
-                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\] *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\->(?P<g4> *-?\\d+(?: */ *-?\\d+)*)$",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>-?[0-9]+) *\\-> *(?P<g3>-?[0-9]+) *\\->(?P<g4> *-?[0-9]+(?: */ *-?[0-9]+)*)$",
                         fields=(
                             FieldPattern(
                                 name="channel",
@@ -6658,14 +6660,14 @@ KINDS: tuple[KindPattern, ...] = (
                                 name="downs",
                                 groups=("g4",),
                                 convert="int",
-                                items=("(-?\\d+)",),
+                                items=("(-?[0-9]+)",),
                             ),
                         ),
                         leads=(),
                     ),
                     KindPattern(
                         kind="tree",
-                        pattern="^(?P<ok>) *\\[ *(?P<g1>\\d+) *\\](?P<g2> *-?\\d+ */ *-?\\d+ */ *-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)(?: *\\| *(?P<g5>-?\\d+) *\\-> *(?P<g6>-?\\d+) *\\->(?P<g7> *-?\\d+(?: */ *-?\\d+)*))?$",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\](?P<g2> *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+) *\\-> *(?P<g3>-?[0-9]+) *\\-> *(?P<g4>-?[0-9]+)(?: *\\| *(?P<g5>-?[0-9]+) *\\-> *(?P<g6>-?[0-9]+) *\\->(?P<g7> *-?[0-9]+(?: */ *-?[0-9]+)*))?$",
                         fields=(
                             FieldPattern(
                                 name="channel",
@@ -6676,7 +6678,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 name="downs",
                                 groups=("g2",),
                                 convert="int",
-                                items=("(-?\\d+)",),
+                                items=("(-?[0-9]+)",),
                             ),
                             FieldPattern(
                                 name="me",
@@ -6702,7 +6704,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 name="dn_downs",
                                 groups=("g7",),
                                 convert="int",
-                                items=("(-?\\d+)",),
+                                items=("(-?[0-9]+)",),
                             ),
                         ),
                         leads=(),
@@ -6714,7 +6716,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_device_api",
-        pattern="^(?P<ok>) *Using *(?P<g1>(?:NCCL_NET_DEVICE_UNPACK|non\\-device)) *net plugin version *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *Using *(?P<g1>(?:NCCL_NET_DEVICE_UNPACK|non\\-device)) *net plugin version *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="device_api",
@@ -6731,7 +6733,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="init_threads",
-        pattern="^(?P<ok>) *Using *(?P<g1>\\d+) *threads$",
+        pattern="^(?P<ok>) *Using *(?P<g1>[0-9]+) *threads$",
         fields=(
             FieldPattern(
                 name="threads",
@@ -6743,7 +6745,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="tree_threads",
-        pattern="^(?P<ok>) *Using *(?P<g1>\\d+) *threads, *Min Comp Cap *(?P<g2>\\d+) *, *Trees *(?P<g3>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *Using *(?P<g1>[0-9]+) *threads, *Min Comp Cap *(?P<g2>[0-9]+) *, *Trees *(?P<g3>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="nthreads",
@@ -6790,7 +6792,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>)(?: *CollNet| *Coll) *(?P<g1>\\d+)(?: */ *(?P<g2>\\d))?? *: *(?P<g3>\\d+) *\\[ *(?P<g4>(?:receive|send)) *\\] *via *(?P<g5>COLLNET)/ *(?P<g6>[^\\/\\s][^\\/]*?)/ *(?P<g7>\\d+)(?:(?P<g8>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?$",
+        pattern="^(?P<ok>)(?: *CollNet| *Coll) *(?P<g1>[0-9]+)(?: */ *(?P<g2>[0-9]))?? *: *(?P<g3>[0-9]+) *\\[ *(?P<g4>(?:receive|send)) *\\] *via *(?P<g5>COLLNET)/ *(?P<g6>[^\\/\\s][^\\/]*?)/ *(?P<g7>[0-9]+)(?:(?P<g8>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -6831,7 +6833,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="flags",
                 groups=("g8",),
                 convert="text",
-                items=("((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",),
+                items=("((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",),
             ),
         ),
         leads=(
@@ -6842,7 +6844,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_summary",
-        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?\\d+)(?: *nranks| *nRanks) *(?P<g3>\\d+) *nNodes *(?P<g4>\\d+) *localRanks *(?P<g5>\\d+) *localRank *(?P<g6>\\d+) *MNNVL *(?P<g7>\\d+)$",
+        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g3>[0-9]+) *nNodes *(?P<g4>[0-9]+) *localRanks *(?P<g5>[0-9]+) *localRank *(?P<g6>[0-9]+) *MNNVL *(?P<g7>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -6902,7 +6904,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_init",
-        pattern="^(?P<ok>)(?: *\\[Rank *(?P<g1>-?\\d+) *\\])??(?: *(?P<g2>nccl\\w+) )? *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?\\d+)(?: *nranks| *nRanks) *(?P<g5>\\d+)(?: *cudaDev *(?P<g6>\\d+))?(?: *nvmlDev *(?P<g7>\\d+))?(?: *busId *(?P<g8>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *parent *(?P<g9>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *childCount *(?P<g10>\\d+)| *splitCount *(?P<g11>\\d+)))? *color *(?P<g12>-?\\d+) *key *(?P<g13>-?\\d+))??(?: *commId *(?P<g14>0x[0-9a-fA-F]+))? *\\-(?: *Init)?? *(?P<g15>(?:COMPLETE|START|END))$",
+        pattern="^(?P<ok>)(?: *\\[Rank *(?P<g1>-?[0-9]+) *\\])??(?: *(?P<g2>nccl[0-9A-Za-z_]+) )? *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g5>[0-9]+)(?: *cudaDev *(?P<g6>[0-9]+))?(?: *nvmlDev *(?P<g7>[0-9]+))?(?: *busId *(?P<g8>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *parent *(?P<g9>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *childCount *(?P<g10>[0-9]+)| *splitCount *(?P<g11>[0-9]+)))? *color *(?P<g12>-?[0-9]+) *key *(?P<g13>-?[0-9]+))??(?: *commId *(?P<g14>0x[0-9a-fA-F]+))? *\\-(?: *Init)?? *(?P<g15>(?:COMPLETE|START|END))$",
         fields=(
             FieldPattern(
                 name="rank_tag",
@@ -6982,20 +6984,20 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=(
             "c:[",
-            "r:nccl\\w+(?: +comm )",
+            "r:nccl[0-9A-Za-z_]+(?: +comm )",
             "w:comm",
         ),
     ),
     KindPattern(
         kind="comm_teardown",
-        pattern="^(?P<ok>) *comm *(?:0x[0-9a-fA-F]+|\\(nil\\)) *rank *-?\\d+(?: *nranks| *nRanks) *\\d+(?: *cudaDev *\\d+)?(?: *nvmlDev *\\d+)?(?: *busId *[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)? *\\- *(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort) *(?:COMPLETE|START|END)(?: *, *result *-?\\d+)?$",
+        pattern="^(?P<ok>) *comm *(?:0x[0-9a-fA-F]+|\\(nil\\)) *rank *-?[0-9]+(?: *nranks| *nRanks) *[0-9]+(?: *cudaDev *[0-9]+)?(?: *nvmlDev *[0-9]+)?(?: *busId *[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)? *\\- *(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort) *(?:COMPLETE|START|END)(?: *, *result *-?[0-9]+)?$",
         fields=(),
         leads=("w:comm",),
         guard=True,
     ),
     KindPattern(
         kind="connected",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *Connected *(?P<g2>(?:collnet\\ \\+\\ chain|binomial\\ trees|NVLS\\ tree|CollNet))$",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *Connected *(?P<g2>(?:collnet\\ \\+\\ chain|binomial\\ trees|NVLS\\ tree|CollNet))$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7013,7 +7015,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="rank_info",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *nranks *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *nranks *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7030,7 +7032,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="rank_error",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *exceeds *ndev= *(?P<g2>\\d+)$",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *exceeds *ndev= *(?P<g2>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7048,7 +7050,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?\\d+) *failed to get CUDA IPC handle to device *(?P<g2>\\d+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?\\d+)(?: *(?P<g5>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *failed to get CUDA IPC handle to device *(?P<g2>[0-9]+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?[0-9]+)(?: *(?P<g5>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7081,7 +7083,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="graph_tree",
-        pattern="^(?P<ok>) *Tree *(?P<g1>\\d+) *: *(?P<g2>-?\\d+) *\\-> *(?P<g3>-?\\d+) *\\->(?P<g4> *-?\\d+(?: */ *-?\\d+)*)$",
+        pattern="^(?P<ok>) *Tree *(?P<g1>[0-9]+) *: *(?P<g2>-?[0-9]+) *\\-> *(?P<g3>-?[0-9]+) *\\->(?P<g4> *-?[0-9]+(?: */ *-?[0-9]+)*)$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7102,14 +7104,14 @@ KINDS: tuple[KindPattern, ...] = (
                 name="downs",
                 groups=("g4",),
                 convert="int",
-                items=("(-?\\d+)",),
+                items=("(-?[0-9]+)",),
             ),
         ),
         leads=("w:Tree",),
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *requires NIC *(?P<g2>[0-9a-fA-F]+) *but that NIC is not available for rank *(?P<g3>-?\\d+)$",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *requires NIC *(?P<g2>[0-9a-fA-F]+) *but that NIC is not available for rank *(?P<g3>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7132,7 +7134,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?\\d+) *on channel *(?P<g4>\\d+)(?: */ *\\d+)?$",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?[0-9]+) *on channel *(?P<g4>[0-9]+)(?: */ *[0-9]+)?$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7160,7 +7162,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="split_no_color",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?\\d+) *has color with NCCL_SPLIT_NOCOLOR *, *not creating a new communicator$",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *has color with NCCL_SPLIT_NOCOLOR *, *not creating a new communicator$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7172,7 +7174,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ring_neighbors",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>-?\\d+)  *\\-> *(?P<g3>-?\\d+) *\\-> *(?P<g4>-?\\d+)$",
+        pattern="^(?P<ok>) *Ring *(?P<g1>[0-9]+) *: *(?P<g2>-?[0-9]+)  *\\-> *(?P<g3>-?[0-9]+) *\\-> *(?P<g4>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7199,7 +7201,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ring_order",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *:(?P<g2>(?: *\\d+)+)$",
+        pattern="^(?P<ok>) *Ring *(?P<g1>[0-9]+) *:(?P<g2>(?: *[0-9]+)+)$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7210,14 +7212,14 @@ KINDS: tuple[KindPattern, ...] = (
                 name="ranks",
                 groups=("g2",),
                 convert="int",
-                items=(" *(\\d+)",),
+                items=(" *([0-9]+)",),
             ),
         ),
         leads=("w:Ring",),
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>) *Ring *(?P<g1>\\d+) *: *(?P<g2>\\d+)(?: *\\[ *(?P<g3>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g4>)| *\\->) *(?P<g5>\\d+)(?: *\\[ *(?P<g6>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g7>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g8>direct shared memory)| *(?P<g9>SHM)(?P<g10>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))| *(?P<g11>NET)/ *(?P<g12>[^\\/\\s][^\\/]*?)/ *(?P<g13>\\d+)(?: *\\( *(?P<g14>\\d+) *\\))?(?:(?P<g15>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?| *(?P<g16>P2P)/ *(?P<g17>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g18>\\d+) *\\[ *(?P<g19>[0-9a-fA-F]+)\\])?(?:(?P<g20>(?: *(?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g21>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g22>\\d+))?$",
+        pattern="^(?P<ok>) *Ring *(?P<g1>[0-9]+) *: *(?P<g2>[0-9]+)(?: *\\[ *(?P<g3>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g4>)| *\\->) *(?P<g5>[0-9]+)(?: *\\[ *(?P<g6>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g7>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g8>direct shared memory)| *(?P<g9>SHM)(?P<g10>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))| *(?P<g11>NET)/ *(?P<g12>[^\\/\\s][^\\/]*?)/ *(?P<g13>[0-9]+)(?: *\\( *(?P<g14>[0-9]+) *\\))?(?:(?P<g15>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?| *(?P<g16>P2P)/ *(?P<g17>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g18>[0-9]+) *\\[ *(?P<g19>[0-9a-fA-F]+)\\])?(?:(?P<g20>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g21>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g22>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7277,9 +7279,9 @@ KINDS: tuple[KindPattern, ...] = (
                 ),
                 convert="text",
                 items=(
-                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
-                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
-                    "((?:\\/[A-Za-z]\\w*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
+                    "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
                 ),
             ),
             FieldPattern(
@@ -7340,27 +7342,27 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="uds_error",
-        pattern="^(?P<ok>) *UDS: *(?:Receiving\\ data\\ over\\ socket|Sending\\ data\\ over\\ socket|Socket\\ creation\\ error|Binding\\ to\\ socket)(?: *[^\\s:]+)?(?: *failed)?(?: *:(?: *[^\\s(\\d][^(]*[^\\s(] *\\( *-?\\d+ *\\)| *-?\\d+))?$",
+        pattern="^(?P<ok>) *UDS: *(?:Receiving\\ data\\ over\\ socket|Sending\\ data\\ over\\ socket|Socket\\ creation\\ error|Binding\\ to\\ socket)(?: *[^\\s:]+)?(?: *failed)?(?: *:(?: *[^\\s(0-9][^(]*[^\\s(] *\\( *-?[0-9]+ *\\)| *-?[0-9]+))?$",
         fields=(),
         leads=("w:UDS",),
         guard=True,
     ),
     KindPattern(
         kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET  *: *Using interface(?P<g1> *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)$",
+        pattern="^(?P<ok>) *NET  *: *Using interface(?P<g1> *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -7393,20 +7395,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="interface_in_subnet",
-        pattern="^(?P<ok>) *NET  *: *Found interface(?P<g1> *(?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?) *in the same subnet as remote address *(?P<g2>\\S+)$",
+        pattern="^(?P<ok>) *NET  *: *Found interface(?P<g1> *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?) *in the same subnet as remote address *(?P<g2>\\S+)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *\\d+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *\\d+ *>)?)",
+                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>\\d+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>\\d+) *>)?$",
+                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -7462,7 +7464,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cc_mode",
-        pattern="^(?P<ok>) *CC *(?P<g1>(?:Off|On)) *,(?: *Multi\\-GPU CC *(?P<g2>(?:Off|On)) *,)?? *workFifoBytes *(?P<g3>\\d+)$",
+        pattern="^(?P<ok>) *CC *(?P<g1>(?:Off|On)) *,(?: *Multi\\-GPU CC *(?P<g2>(?:Off|On)) *,)?? *workFifoBytes *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="cc",
@@ -7484,7 +7486,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *\\[ *[A-Za-z_]\\w* *\\] *Failed to *(?:WSAPoll|Accept|create|Poll|set) *CUDA context on device *-?\\d+ *with error *\\d+(?: *, *\\S(?:.*\\S)?)?(?: *\\.)?$",
+        pattern="^(?P<ok>) *\\[ *[A-Za-z_][0-9A-Za-z_]* *\\] *Failed to *(?:WSAPoll|Accept|create|Poll|set) *CUDA context on device *-?[0-9]+ *with error *[0-9]+(?: *, *\\S(?:.*\\S)?)?(?: *\\.)?$",
         fields=(),
         leads=("c:[",),
         guard=True,
@@ -7492,7 +7494,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_link",
-        pattern="^(?P<ok>) *\\+ *(?P<g1>[A-Z0-9]+)\\[(?: *(?P<g2>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g3>\\d+)) *\\] *\\- *(?P<g4>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g5>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g6> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g7>\\d+) *\\])?)?$",
+        pattern="^(?P<ok>) *\\+ *(?P<g1>[A-Z0-9]+)\\[(?: *(?P<g2>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g3>[0-9]+)) *\\] *\\- *(?P<g4>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g5>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g6> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g7>[0-9]+) *\\])?)?$",
         fields=(
             FieldPattern(
                 name="link_type",
@@ -7537,42 +7539,42 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_provider_not_found",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *(?:No eligible providers|Couldn't find any optimal provider|Unable to find a protocol|No providers? (?:found|available)|Could not find any (?:optimal )?provider).*$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:No eligible providers|Couldn't find any optimal provider|Unable to find a protocol|No providers? (?:found|available)|Could not find any (?:optimal )?provider).*$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_env_set",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]*(?: *Running on *\\S+ *platform *,)? *Setting *\\S+ *environment variable to *\\S+?(?: *\\.)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]*(?: *Running on *\\S+ *platform *,)? *Setting *\\S+ *environment variable to *\\S+?(?: *\\.)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_version",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *(?:Using|Initializing) *(?:aws\\-ofi\\-nccl|Libfabric|libfabric)(?: *version)?? *\\S+$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:Using|Initializing) *(?:aws\\-ofi\\-nccl|Libfabric|libfabric)(?: *version)?? *\\S+$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="ofi_provider_selected",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *Selected Provider is *[^\\s()]+(?: *\\( *found *\\d+ *nics *\\))?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Selected Provider is *[^\\s()]+(?: *\\( *found *[0-9]+ *nics *\\))?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_error",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *OFI NCCL failure *: *-?\\d+$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *OFI NCCL failure *: *-?[0-9]+$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="tuning_table_row",
-        pattern="^(?P<ok>) *[A-Z][A-Za-z]* *\\|(?: *-?\\d+\\.\\d+(?:e[+-]?\\d+)? */ *-?\\d+\\.\\d+(?:e[+-]?\\d+)? *\\|)+$",
+        pattern="^(?P<ok>) *[A-Z][A-Za-z]* *\\|(?: *-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)? */ *-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)? *\\|)+$",
         fields=(),
         leads=("r:[A-Z][A-Za-z]*",),
         guard=True,
@@ -7580,7 +7582,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_message",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][\\w-]* *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *\\S(?:.*\\S)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
@@ -7619,7 +7621,7 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="plugin_loaded",
-        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v\\d+\\)$`, which a regex cannot check",
+        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v[0-9]+\\)$`, which a regex cannot check",
         alternatives=(
             0,
             1,
@@ -7628,11 +7630,11 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="plugin_initialized",
-        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v\\d+\\)$`, which a regex cannot check",
+        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v[0-9]+\\)$`, which a regex cannot check",
     ),
     LarkOnly(
         kind="plugin_init_failed",
-        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v\\d+\\)$`, which a regex cannot check",
+        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v[0-9]+\\)$`, which a regex cannot check",
     ),
     LarkOnly(
         kind="plugins_disabled",
@@ -7716,7 +7718,7 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="mlx5_call_failed",
-        reason="NET_MLX_ERR ends where the rest of the message matches `(?: errno \\d+)?$`, which a regex cannot check",
+        reason="NET_MLX_ERR ends where the rest of the message matches `(?: errno [0-9]+)?$`, which a regex cannot check",
     ),
     LarkOnly(
         kind="tuning_table_row",

@@ -251,39 +251,65 @@ def _default(cls: type[Record], name: str) -> Any:
 
 
 def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
-    """Rows as records, each field coerced to its annotation as the transformer does."""
+    """Rows as records, each field coerced to its annotation as the transformer does.
+
+    The work is done a column at a time (a column's values converted in one pass, a field not
+    printed given its default there), so building a record is one constructor call."""
     specs = field_specs(cls)
     own = [c for c in rows.columns if c not in _ROW_COLUMNS]
-    coercers = []
+    names: list[str] = [*ENVELOPE, *own]
+    columns: list[list[Any]] = [_shared_texts(rows.get_column(name)) for name in ENVELOPE]
     for name in own:
         is_tuple, coerce = specs[name]
         part = _part_class(cls, name)
         if part is not None:
             coerce = functools.partial(_make_part, part)
-        coercers.append((name, is_tuple, coerce))
-    out: list[Record] = []
-    n_env = len(ENVELOPE)
-    # polars hands each row its own copy of a string: one host name per record would cost
-    # more than the record, so repeated envelope texts are shared
-    shared: dict[str, str] = {}
-    for row in rows.select("line", "text", "level", *ENVELOPE, *own).iter_rows():
-        env: dict[str, Any] = {
-            k: (shared.setdefault(v, v) if isinstance(v, str) else v)
-            for k, v in zip(ENVELOPE, row[3 : 3 + n_env], strict=True)
-            if v is not None
-        }
-        fields: dict[str, Any] = {}
-        for (name, is_tuple, coerce), value in zip(coercers, row[3 + n_env :], strict=True):
-            if value is None:
-                continue
-            if is_tuple:
-                fields[name] = tuple(coerce(v) for v in value)
-            else:
-                fields[name] = coerce(value)
-        out.append(
-            cls(source=source, line=row[0], text=row[1], level=Level(row[2]), **env, **fields)
+        series = rows.get_column(name)
+        values = series.to_list()
+        if is_tuple:
+            values = [None if v is None else tuple(coerce(x) for x in v) for v in values]
+        elif not _typed_as(series.dtype, coerce):
+            values = [None if v is None else coerce(v) for v in values]
+        default = _default(cls, name)
+        if default is not None and series.null_count():
+            # a field not printed on a row takes the record's default, as the class gives it
+            values = [default if v is None else v for v in values]
+        columns.append(values)
+    levels = [_LEVELS[v] for v in rows.get_column("level").to_list()]
+    return [
+        cls(
+            source=source,
+            line=line,
+            text=text,
+            level=level,
+            **dict(zip(names, values, strict=True)),
         )
-    return out
+        for line, text, level, *values in zip(
+            rows.get_column("line").to_list(),
+            rows.get_column("text").to_list(),
+            levels,
+            *columns,
+            strict=True,
+        )
+    ]
+
+
+_LEVELS: Final = {level.value: level for level in Level}
+
+
+def _typed_as(dtype: pl.DataType, coerce: Any) -> bool:
+    """Whether a column's values already are what ``coerce`` would make of them."""
+    return (coerce is as_int and dtype.is_integer()) or (coerce is as_str and dtype == pl.String)
+
+
+def _shared_texts(series: pl.Series) -> list[Any]:
+    """A column's values, repeated texts as one object: polars hands each row its own copy of a
+    string, and one host name per record would cost more than the record."""
+    values = series.to_list()
+    if series.dtype != pl.String:
+        return values
+    shared: dict[str, str] = {}
+    return [v if v is None else shared.setdefault(v, v) for v in values]
 
 
 _ROW_COLUMNS: Final = frozenset({"line", "text", "level", *ENVELOPE})
