@@ -52,11 +52,20 @@ Batch = tuple[list[Record], list[KindFrame]]
 
 
 def parse_batches(
-    lines: Iterable[Line] | Iterable[Lines], source: str, stats: SourceStats, parser: LineParser
+    lines: Iterable[Line] | Iterable[Lines],
+    source: str,
+    stats: SourceStats,
+    parser: LineParser,
+    kinds: frozenset[str] | None = None,
 ) -> Iterator[Batch]:
     """The records of numbered lines (or of ``reader.iter_batches``' batches), a batch at a
     time: the records in line order, and the frames of the kinds read as columns. With the
-    lark engine every line is read by Lark."""
+    lark engine every line is read by Lark.
+
+    ``kinds``: only the patterns' rows of these kinds become records or frames (the others are
+    counted, not built: ``parse --stats`` wants no record, ``parse --kind`` a few kinds); None:
+    every kind. Lines the patterns do not take are read by Lark whatever their kind, so that
+    they are accounted for exactly."""
     columnar = parser.engine != "lark"
     for batch in _batched(lines):
         if not columnar:
@@ -65,7 +74,7 @@ def parse_batches(
                 records.extend(parser.parse_line(source, ln.number, ln.text, stats, ln.cut))
             yield records, []
             continue
-        yield _columnar(batch, source, stats, parser)
+        yield _columnar(batch, source, stats, parser, kinds)
 
 
 def batch_records(
@@ -81,7 +90,13 @@ def batch_records(
         yield from merged
 
 
-def _columnar(batch: Lines, source: str, stats: SourceStats, parser: LineParser) -> Batch:
+def _columnar(
+    batch: Lines,
+    source: str,
+    stats: SourceStats,
+    parser: LineParser,
+    kinds: frozenset[str] | None = None,
+) -> Batch:
     if isinstance(batch, TextBatch):
         n = len(batch.texts)
         numbers: Any = range(batch.first, batch.first + n)
@@ -153,6 +168,9 @@ def _columnar(batch: Lines, source: str, stats: SourceStats, parser: LineParser)
     claimed: list[pl.Series] = []
     for kind, table in tables.items():
         if not table.height:
+            continue
+        if kinds is not None and kind not in kinds:
+            claimed.append(base.join(table.select("row"), on="row", how="semi").get_column("i"))
             continue
         rows = base.join(table, on="row", how="inner", maintain_order="right").drop("row")
         cls = cast(type[Record], KINDS[kind])

@@ -30,12 +30,17 @@ Progress = Callable[[str, ReadMeter], None]
 
 
 def _batches_of(
-    path: str, limits: Limits, stats: SourceStats, parser: LineParser, progress: Progress | None
+    path: str,
+    limits: Limits,
+    stats: SourceStats,
+    parser: LineParser,
+    progress: Progress | None,
+    kinds: frozenset[str] | None = None,
 ) -> Iterator[tuple[list[Record], list[KindFrame]]]:
     meter = ReadMeter() if progress is not None else None
     with open_input(path, limits, stats.damaged, meter) as stream:
         lines = iter_batches(stream, stats.source, stats.damaged, limits, BATCH_LINES)
-        for batch in parse_batches(lines, stats.source, stats, parser):
+        for batch in parse_batches(lines, stats.source, stats, parser, kinds):
             if progress is not None and meter is not None:
                 progress(stats.source, meter)
             yield batch
@@ -82,7 +87,9 @@ def jsonl_paths(
     parser = LineParser(limits=limits)
     for path in paths:
         st = _stats_for(path, out)
-        for recs, frames in _batches_of(path, limits, st, parser, progress):
+        # only the records the output shows are built: none for --stats, --kind's for --kind
+        built = None if records and not wanted else (wanted if records else frozenset())
+        for recs, frames in _batches_of(path, limits, st, parser, progress, built):
             if records:
                 yield _jsonl(recs, frames, st.source, wanted, with_text)
 
