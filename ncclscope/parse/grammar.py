@@ -71,6 +71,17 @@ def _cache_path() -> str | bool:
     return str(directory / f"grammar-{lark.__version__}-{digest}.lark-cache")
 
 
+# --- the two changes to Lark kept for speed ----------------------------------------------------
+# Both are here and nowhere else. NCCLSCOPE_PLAIN_LARK=1 leaves Lark as published, so that the
+# benchmark measures what they buy (docs/performance.md: the 1,000-line row, with and without).
+
+
+def _plain_lark() -> bool:
+    import os
+
+    return os.environ.get("NCCLSCOPE_PLAIN_LARK") == "1"
+
+
 def _memoise_lark_literal_checks() -> None:
     """Make Lark's per-state lexer set-up cheap for a grammar of this size.
 
@@ -83,6 +94,8 @@ def _memoise_lark_literal_checks() -> None:
     """
     import lark.lexer as lark_lexer
 
+    if _plain_lark():
+        return
     original = getattr(lark_lexer, "_get_match", None)
     if original is None or getattr(original, "_ncclscope_memo", False):
         return
@@ -112,7 +125,7 @@ def _quiet_lexer_errors(parser: Lark) -> None:
     """
     lexer = parser.parser.lexer
     lexers = getattr(lexer, "lexers", None)
-    if lexers is None:
+    if lexers is None or _plain_lark():
         return
 
     def lex(lexer_state: Any, parser_state: Any) -> Iterator[Any]:

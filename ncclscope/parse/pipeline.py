@@ -38,11 +38,11 @@ from ncclscope.parse import match
 from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fields
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Line, Lines, TextBatch
-from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record
+from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record, type_hints
 
 #: lines per batch when lines come one at a time: large enough that polars' per-call cost
 #: vanishes, small enough to bound memory
-BATCH_LINES: Final = 65536
+BATCH_LINES: Final = 131072
 
 # The LEVEL terminal (grammar/nccl.lark) in polars' dialect: the same words and boundary.
 _LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
@@ -346,7 +346,7 @@ def _part_class(cls: type, name: str) -> type[Part] | None:
 
 
 def _find_part_class(cls: type, name: str) -> type[Part] | None:
-    hint = typing.get_type_hints(cls)[name]
+    hint = type_hints(cls)[name]
     for arg in (hint, *typing.get_args(hint)):
         for inner in (arg, *typing.get_args(arg)):
             if isinstance(inner, type) and issubclass(inner, Part):
@@ -357,17 +357,29 @@ def _find_part_class(cls: type, name: str) -> type[Part] | None:
 def _make_part(part: type[Part], value: dict[str, Any]) -> Part:
     """A part from the struct the patterns give (its fields; null: not printed), each field
     coerced as the transformer coerces it."""
-    specs = field_specs(part)
+    plan = _part_plan(part)
     fields: dict[str, Any] = {}
     for name, v in value.items():
         if v is None:
             continue
-        is_tuple, coerce = specs[name]
-        inner = _part_class(part, name)
-        if inner is not None:
-            coerce = functools.partial(_make_part, inner)
+        is_tuple, coerce = plan[name]
         fields[name] = tuple(coerce(x) for x in v) if is_tuple else coerce(v)
     return part(**fields)
+
+
+_PART_PLAN: dict[type[Part], dict[str, tuple[bool, Any]]] = {}
+
+
+def _part_plan(part: type[Part]) -> dict[str, tuple[bool, Any]]:
+    """Per field of a part class: (is_tuple, how one value becomes the field's), a nested part's
+    field building that part; once per class."""
+    plan = _PART_PLAN.get(part)
+    if plan is None:
+        plan = _PART_PLAN[part] = {}
+        for name, (is_tuple, coerce) in field_specs(part).items():
+            inner = _part_class(part, name)
+            plan[name] = (is_tuple, functools.partial(_make_part, inner) if inner else coerce)
+    return plan
 
 
 def _as_lines(lines: Lines) -> list[Line]:

@@ -136,6 +136,18 @@ def _coercer(tp: Any) -> tuple[bool, Callable[[Any], Any]]:
 
 
 _SPECS: dict[type, dict[str, tuple[bool, Callable[[Any], Any]]]] = {}
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, once per class: it evaluates every annotation of the
+    class and its bases each time it is asked."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
 _ENVELOPE_FIELDS = frozenset(f.name for f in dataclasses.fields(Record))
 
 
@@ -143,7 +155,7 @@ def field_specs(cls: type) -> dict[str, tuple[bool, Callable[[Any], Any]]]:
     """Per class: field name → (is_tuple, coerce), for the fields a message can fill."""
     spec = _SPECS.get(cls)
     if spec is None:
-        hints = typing.get_type_hints(cls)
+        hints = type_hints(cls)
         spec = {
             f.name: _coercer(hints[f.name])
             for f in dataclasses.fields(cls)
