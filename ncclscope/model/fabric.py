@@ -370,7 +370,8 @@ def _networks_from_lists(job: Job, of: Callable[[Record], HostFabric | None]) ->
 
 def fabric_of_hosts(job: Job, hosts: list[str]) -> Fabric | None:
     """The one fabric these hosts share, or None when they differ or none is known."""
-    fabrics = {hf.fabric for h, hf in host_fabrics(job).items() if h in hosts}
+    every = host_fabrics(job)
+    fabrics = {every[h].fabric for h in set(hosts) if h in every}
     if len(fabrics) == 1:
         return fabrics.pop()
     return None

@@ -98,8 +98,9 @@ class KindSummary:
 #: the records of some of a bulk's lines, by line: a bulk's last rows are built into records
 #: only if still the last of their slot when the job is finished (most are soon replaced)
 LastRows = Callable[[Iterable[int]], dict[int, Record]]
-#: distinct bulks whose rows the builder may hold for pending last records before it builds them
-PENDING_BULKS_MAX = 32
+#: distinct bulks whose rows the builder may hold for pending last records before it builds them:
+#: a bulk's rows are a whole batch of lines (tens of MB of text), so only the latest is held
+PENDING_BULKS_MAX = 1
 
 
 @dataclass
@@ -209,6 +210,8 @@ class JobBuilder:
         self._open: dict[ThreadKey, ErrorChain] = {}
         #: (kind, slot) -> (line, rows): a slot whose last record is a bulk row not built yet
         self._pending: dict[tuple[str, SlotKey], tuple[int, LastRows]] = {}
+        #: the hosts seen so far, by suffix (see _count_related)
+        self._hosts = _SuffixIndex(())
 
     def add(self, rec: Record) -> None:
         job = self.job
@@ -329,9 +332,10 @@ class JobBuilder:
     def _count_related(self, b: Bulk) -> None:
         """Count the bulk's lines of processes whose host name ends like another host's: only
         those can be damaged envelopes (see _damaged_hosts), and a repair reports its lines."""
-        hosts = {h for h, _ in self.job.processes if h is not None}
+        index = self._hosts
+        index.add(h for h, _ in self.job.processes if h is not None and h not in index.hosts)
         for _first, host, pid, _devs in b.processes:
-            if host is None or not any(_related(host, h) for h in hosts if h != host):
+            if host is None or not index.relatives(host):
                 continue
             threads = {t for t in b.threads if t[1] == host and t[2] == pid}
             for lines in b.thread_lines(threads).values():
@@ -390,6 +394,36 @@ def _related(a: str, b: str) -> bool:
     return min(len(a), len(b)) >= _MIN_HOST and (a.endswith(b) or b.endswith(a))
 
 
+class _SuffixIndex:
+    """Host names by each of their suffixes, so that the names related to one (``_related``)
+    are lookups, not a scan of every host: a 1,000-node job has 1,000 hosts, and a bulk of
+    archived logs many more."""
+
+    def __init__(self, hosts: Iterable[str]) -> None:
+        self.hosts: set[str] = set()
+        self._by_suffix: dict[str, list[str]] = defaultdict(list)
+        self.add(hosts)
+
+    def add(self, hosts: Iterable[str]) -> None:
+        for host in hosts:
+            if host in self.hosts:
+                continue
+            self.hosts.add(host)
+            for start in range(len(host) - _MIN_HOST + 1):
+                self._by_suffix[host[start:]].append(host)
+
+    def relatives(self, host: str) -> list[str]:
+        """The other hosts that end like ``host`` or that ``host`` ends like, sorted."""
+        found = set(self._by_suffix.get(host, ())) if len(host) >= _MIN_HOST else set()
+        found.update(
+            host[start:]
+            for start in range(1, len(host) - _MIN_HOST + 1)
+            if host[start:] in self.hosts
+        )
+        found.discard(host)
+        return sorted(h for h in found if _related(h, host))
+
+
 def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
     """(printed host, pid) → the host it really is, for envelopes damaged in the log.
 
@@ -421,25 +455,10 @@ def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
     for host, pid in job.processes:
         if host is not None:
             pids[host].add(pid)
-    # every host by each of its suffixes, so a host's relatives are lookups, not a scan of all
-    # hosts (a 1,000-node job has 1,000 hosts)
-    by_suffix: dict[str, list[str]] = defaultdict(list)
-    for host in hosts:
-        for start in range(len(host) - _MIN_HOST + 1):
-            by_suffix[host[start:]].append(host)
+    index = _SuffixIndex(hosts)
     out: dict[ProcessKey, str] = {}
     for printed in hosts:
-        related = set(by_suffix.get(printed, ())) if len(printed) >= _MIN_HOST else set()
-        related.update(
-            printed[start:]
-            for start in range(1, len(printed) - _MIN_HOST + 1)
-            if printed[start:] in weight
-        )
-        candidates = [
-            h
-            for h in sorted(related)
-            if h != printed and _related(h, printed) and weight[h] > weight[printed]
-        ]
+        candidates = [h for h in index.relatives(printed) if weight[h] > weight[printed]]
         for pid in pids[printed]:
             owners = [h for h in candidates if pid in pids[h]]
             if len(owners) > 1:

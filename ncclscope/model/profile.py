@@ -90,7 +90,17 @@ class _HostRecords:
     def __init__(self, job: Job) -> None:
         self.job = job
         self._by: dict[tuple[type[Record], ...], dict[str | None, list[Record]]] = {}
+        self._last: dict[type[Record], dict[str | None, list[Record]]] = {}
         self.processes = Counter(h for h, _pid in job.processes)
+
+    def last_of(self, host: str, kind: type[Record]) -> list[Record]:
+        """The last records of a summarised kind (``Job.summary``) that ``host`` printed."""
+        grouped = self._last.get(kind)
+        if grouped is None:
+            grouped = self._last[kind] = defaultdict(list)
+            for rec in self.job.summary(kind).last.values():
+                grouped[rec.host].append(rec)
+        return grouped.get(host, [])
 
     def of(self, host: str, *kinds: type[Record]) -> list[Record]:
         grouped = self._by.get(kinds)
@@ -134,9 +144,8 @@ def profile(
     }
     keep("plugins", loaded)
     fabrics = host_fabrics(job)
-    for h, hf in fabrics.items():
-        if host is not None and h != host:
-            continue
+    mine = fabrics.items() if host is None else [(host, fabrics[host])] if host in fabrics else []
+    for _h, hf in mine:
         if hf.fabric is not None:
             p.fabrics.add(hf.fabric.value)
             keep("fabrics", hf.evidence)
@@ -170,8 +179,12 @@ def profile(
     keep("channels", summaries or records_of(RingOrder))
     tuning = [
         r
-        for r in job.summary(TuningChoice).last.values()
-        if isinstance(r, TuningChoice) and (host is None or r.host == host)
+        for r in (
+            job.summary(TuningChoice).last.values()
+            if host is None or by_host is None
+            else by_host.last_of(host, TuningChoice)
+        )
+        if isinstance(r, TuningChoice)
     ]
     p.algorithms = {str(r.algorithm) for r in tuning if r.algorithm is not None}
     p.protocols = {str(r.protocol) for r in tuning if r.protocol is not None}
