@@ -1,4 +1,4 @@
-"""Rules about measured bandwidth against what the detected links carry (ncclscope.model.bandwidth)."""
+"""BW001 ``bandwidth-far-below-links``: the check (its docstring is the rule's documentation) and its metadata."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ncclscope.rules.base import Category, Finding, Rule, Severity
 #: below this share of the capacity the peak is "far below" (NCCL reaches 80-95% on healthy
 #: NVLink and InfiniBand; half is well outside run-to-run noise and protocol overhead)
 FAR_BELOW = 0.5
+
 #: the sweep must reach this size: smaller messages are latency-bound and say nothing of the wire
 MIN_SIZE = 64 * 1024 * 1024
 
@@ -58,14 +59,14 @@ def _check_bandwidth(job: Job) -> Iterator[Finding]:
     if got.max_size is None or got.max_size < MIN_SIZE or ratio >= FAR_BELOW:
         return
     size = f" at {got.size / 2**20:g} MiB" if got.size is not None else ""
-    yield BANDWIDTH_FAR_BELOW.finding(
+    yield RULE.finding(
         f"nccl-tests peaked at {got.busbw:g} GB/s bus bandwidth{size}, {ratio:.0%} of the "
         f"{cap.gbs:g} GB/s the detected links carry ({cap.how}).",
         [*got.evidence, *cap.evidence],
     )
 
 
-BANDWIDTH_FAR_BELOW = Rule(
+RULE = Rule(
     id="BW001",
     name="bandwidth-far-below-links",
     category=Category.TOPOLOGY_MISDETECTED,
@@ -82,11 +83,6 @@ BANDWIDTH_FAR_BELOW = Rule(
         TopoXmlNet,
         TopoXmlPci,
     ),
-    remediation="Find the slow hop: compare nvidia-smi topo -m / nvlink -s, lspci link width and "
-    "speed, ibstat rates with `ncclscope topo`, and run nccl-tests inside one node and between two "
-    "nodes separately.",
     check=_check_bandwidth,
     settings=("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_MIN_NCHANNELS", "NCCL_TOPO_FILE"),
 )
-
-RULES = (BANDWIDTH_FAR_BELOW,)

@@ -1,5 +1,4 @@
-"""Rules about what was configured: environment overrides, and versions or settings that differ
-across the processes of one job."""
+"""ENV001 ``notable-env-override``: the check (its docstring is the rule's documentation) and its metadata."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.topology import ChannelSummary, Connection
-from ncclscope.model.records.version_env import EnvSetting, VersionBanner
+from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
@@ -36,6 +35,7 @@ _TRANSPORT_OFF = {
     "NCCL_DMABUF_ENABLE": "switches DMA-BUF registration for GPU Direct RDMA",
     "NCCL_MNNVL_ENABLE": "turns multi-node NVLink on or off",
 }
+
 _FORCED_CHOICE = {
     "NCCL_ALGO": "forces the collective algorithm",
     "NCCL_PROTO": "forces the protocol",
@@ -161,7 +161,7 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
         hosts = sorted({r.host for r in recs if r.host})
         where = f" on {len(hosts)} host(s)" if hosts else ""
         shown, shown_ev = _consequence(job, name, value)
-        yield ENV_OVERRIDE.finding(
+        yield RULE.finding(
             f"{name}={value} set by environment{where}: it {_TRANSPORT_OFF[name]}.{shown}",
             [*_one_per_host(recs), *shown_ev],
             remediation=f"Confirm {name}={value} is intended here; unset it (job environment, "
@@ -172,7 +172,7 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
             f"{name}={value} ({_what(name, value)}{_consequence(job, name, value)[0].rstrip('.')})"
             for name, value, _ in tuned
         )
-        yield ENV_OVERRIDE.finding(
+        yield RULE.finding(
             f"{len(tuned)} tuning override(s) set by environment: {listed}.",
             [recs[0] for _, _, recs in tuned],
             severity=Severity.INFO,
@@ -180,83 +180,6 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
             "rest (job environment, container image, /etc/nccl.conf, ~/.nccl.conf).",
             max_evidence=8,
         )
-
-
-def _check_setting_mismatch(job: Job) -> Iterator[Finding]:
-    """
-    What it detects
-        The same NCCL setting reported with different values by different processes of one job.
-
-    Why it matters
-        Ranks that disagree on a setting can build incompatible connections (one side expects
-        IB, the other sockets; different protocols or buffer sizes) and hang or fail with
-        truncated messages; at best the job runs at the speed of the slowest configuration.
-
-    Evidence it needs
-        ``… set by environment to …`` lines from at least two processes.
-
-    What to do
-        Set NCCL variables once for the whole job (the launcher's environment), not per node or
-        per container; check node-local /etc/nccl.conf files.
-    """
-    values: dict[str, dict[str, list[EnvSetting]]] = defaultdict(lambda: defaultdict(list))
-    for (_host, _pid), proc in job.processes.items():
-        for name, rec in proc.env.items():
-            values[name][rec.value].append(rec)
-    for name, by_value in sorted(values.items()):
-        if len(by_value) < 2:
-            continue
-        # Interface names legitimately differ across hosts (ens3 vs ens4): compare those by host
-        # count only when every host reports one value.
-        summary = ", ".join(
-            f"{value!r} on {len({r.host for r in recs})} host(s)"
-            for value, recs in sorted(by_value.items())
-        )
-        evidence = [recs[0] for _, recs in sorted(by_value.items())]
-        yield SETTING_MISMATCH.finding(f"{name} differs across processes: {summary}.", evidence)
-
-
-def _check_version_mismatch(job: Job) -> Iterator[Finding]:
-    """
-    What it detects
-        Different NCCL versions (or the same NCCL built against different CUDA versions)
-        printed by the processes of one job.
-
-    Why it matters
-        NCCL does not support mixing versions in one communicator: the wire protocol, the
-        bootstrap messages and the algorithms change between releases, and mixed versions hang at
-        init or corrupt data. It usually means a node runs another container image, or a Python
-        environment ships its own libnccl.
-
-    Evidence it needs
-        ``NCCL version X+cudaY`` banners (printed once per process) from two or more processes.
-
-    What to do
-        Run one NCCL build everywhere: pin the container image, check which libnccl.so.2 each
-        process loads (``ldd``, ``LD_LIBRARY_PATH``, the nvidia-nccl-cu* wheel).
-    """
-    by_version: dict[str, list[VersionBanner]] = defaultdict(list)
-    for rec in job.of(VersionBanner):
-        key = rec.nccl_version + (f"+cuda{rec.cuda_version}" if rec.cuda_version else "")
-        by_version[key].append(rec)
-    if len(by_version) < 2:
-        return
-    summary = ", ".join(
-        f"{v} ({len(recs)} banner(s){_on_hosts(recs)})" for v, recs in sorted(by_version.items())
-    )
-    yield VERSION_MISMATCH.finding(
-        f"More than one NCCL build in one job: {summary}.",
-        [recs[0] for _, recs in sorted(by_version.items())],
-    )
-
-
-def _on_hosts(recs: list[VersionBanner], shown: int = 4) -> str:
-    """`` on node-0005``: the hosts of a version printed on a few hosts (the odd ones out of a
-    big job); nothing when it is on many."""
-    hosts = sorted({r.host for r in recs if r.host})
-    if not hosts or len(hosts) > shown:
-        return ""
-    return " on " + ", ".join(hosts)
 
 
 def _what(name: str, value: str) -> str:
@@ -275,36 +198,13 @@ def _one_per_host(recs: list[EnvSetting]) -> list[EnvSetting]:
     return out
 
 
-ENV_OVERRIDE = Rule(
+RULE = Rule(
     id="ENV001",
     name="notable-env-override",
     category=Category.ENV_OVERRIDE,
     severity=Severity.WARNING,
     reads=(EnvSetting,),
-    remediation="Confirm the override is intended; unset it where it is not.",
     check=_check_env_override,
     settings=tuple(sorted({*_TRANSPORT_OFF, *_FORCED_CHOICE})),
     incident="https://github.com/ray-project/ray/issues/59778",
 )
-
-SETTING_MISMATCH = Rule(
-    id="ENV002",
-    name="setting-differs-across-ranks",
-    category=Category.VERSION_MISMATCH,
-    severity=Severity.WARNING,
-    reads=(EnvSetting,),
-    remediation="Set NCCL variables once for the whole job; check node-local /etc/nccl.conf.",
-    check=_check_setting_mismatch,
-)
-
-VERSION_MISMATCH = Rule(
-    id="VER001",
-    name="nccl-version-mismatch",
-    category=Category.VERSION_MISMATCH,
-    severity=Severity.ERROR,
-    reads=(VersionBanner,),
-    remediation="Use one NCCL build on every node: pin the image and the libnccl each process loads.",
-    check=_check_version_mismatch,
-)
-
-RULES = (ENV_OVERRIDE, SETTING_MISMATCH, VERSION_MISMATCH)
