@@ -230,6 +230,10 @@ _RESULT_CATEGORY = {
 
 _FOREIGN = (WatchdogTimeout, NcclError, FrameworkError, NcclTestsFailure)
 
+#: every kind an error is read from (:func:`_errors`): what a rule that looks at the job's errors
+#: declares it reads
+ERROR_KINDS: tuple[type[Record], ...] = (*_KIND_CATEGORY, *_FOREIGN)
+
 
 @dataclass(frozen=True)
 class _Error:
@@ -326,7 +330,7 @@ def _errors(job: Job) -> list[_Error]:
                 out.append(_Error(rec, chain, _category(rec, chain), _consequence(rec, chain)))
         for frame in chain.records:
             seen.add((frame.source, frame.line))
-    for rec in job.of(*_KIND_CATEGORY, *_FOREIGN):
+    for rec in job.of(*ERROR_KINDS):
         key = (rec.source, rec.line)
         if key in seen or not _is_error(rec):
             continue

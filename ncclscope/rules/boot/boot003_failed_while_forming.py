@@ -6,24 +6,26 @@ from collections.abc import Iterator
 
 from ncclscope.model.job import Job
 from ncclscope.model.records.foreign import (
-    FrameworkError,
-    NcclError,
     NcclLastError,
 )
 from ncclscope.model.records.init import (
-    CallFailed,
     CommInit,
     ReturnCode,
 )
 from ncclscope.model.records.net import (
     BootstrapInterfaces,
     NoInterfaceFound,
-    SocketConnectFailed,
-    SocketConnectGiveUp,
 )
 from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
-from ncclscope.rules._failures import _BOOTSTRAP_TEXT, _Error, _errors, _frames_through, _label
+from ncclscope.rules._failures import (
+    _BOOTSTRAP_TEXT,
+    ERROR_KINDS,
+    _Error,
+    _errors,
+    _frames_through,
+    _label,
+)
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
 
@@ -117,15 +119,11 @@ RULE = Rule(
     reads=(
         CommInit,
         ReturnCode,
-        CallFailed,
         NoInterfaceFound,
-        SocketConnectFailed,
-        SocketConnectGiveUp,
         NcclLastError,
-        NcclError,
-        FrameworkError,
         BootstrapInterfaces,
         EnvSetting,
+        *ERROR_KINDS,
     ),
     check=_check_never_formed,
     settings=("NCCL_SOCKET_IFNAME", "NCCL_COMM_ID", "NCCL_SOCKET_FAMILY"),

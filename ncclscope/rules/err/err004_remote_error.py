@@ -20,6 +20,7 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.views import views
 from ncclscope.rules._failures import (
+    ERROR_KINDS,
     _Error,
     _errors,
     _is_remote_text,
@@ -117,7 +118,7 @@ RULE = Rule(
     name="remote-error",
     category=Category.REMOTE_ERROR,
     severity=Severity.ERROR,
-    reads=(ReturnCode, SocketPeerClosed, SocketIoFailed, FrameworkError, NcclError),
+    reads=(ReturnCode, *ERROR_KINDS),
     check=_check_remote_error,
     settings=("NCCL_DEBUG", "NCCL_IB_TIMEOUT"),
     incident="https://github.com/NVIDIA/nccl/issues/1405",

@@ -6,16 +6,13 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ncclscope.model.job import Job
-from ncclscope.model.records.foreign import WatchdogTimeout
 from ncclscope.model.records.init import (
-    CudaFailure,
     ReturnCode,
 )
 from ncclscope.model.records.net import (
     IbCompletionError,
-    SocketPeerClosed,
 )
-from ncclscope.rules._failures import _Error, _errors, _label
+from ncclscope.rules._failures import ERROR_KINDS, _Error, _errors, _label
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.err._shared import _ordered
 
@@ -103,7 +100,7 @@ RULE = Rule(
     name="first-error",
     category=Category.REMOTE_ERROR,
     severity=Severity.INFO,
-    reads=(ReturnCode, IbCompletionError, CudaFailure, SocketPeerClosed, WatchdogTimeout),
+    reads=(ReturnCode, *ERROR_KINDS),
     check=_check_first_error,
     settings=("NCCL_DEBUG_TIMESTAMP_FORMAT",),
     incident="https://github.com/NVIDIA/nccl/issues/1814",

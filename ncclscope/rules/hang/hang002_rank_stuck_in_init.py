@@ -5,11 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ncclscope.model.job import Job
-from ncclscope.model.records.foreign import (
-    FrameworkError,
-    NcclError,
-    WatchdogTimeout,
-)
+from ncclscope.model.records.foreign import FrameworkError, NcclError, WatchdogTimeout
 from ncclscope.model.records.init import CommInit
 from ncclscope.model.views import RankInfo, views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
@@ -87,7 +83,7 @@ RULE = Rule(
     name="rank-stuck-in-init",
     category=Category.TIMEOUT_HANG,
     severity=Severity.WARNING,
-    reads=(CommInit,),
+    reads=(CommInit, FrameworkError, NcclError, WatchdogTimeout),
     check=_check_stuck_in_init,
     settings=("NCCL_SOCKET_IFNAME", "NCCL_DEBUG_SUBSYS"),
 )

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 from ncclscope.model.fabric import Fabric, fabric_of_hosts
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
+    BootstrapInterfaces,
+    IbDevices,
     IbNoDevice,
     LibraryOpenFailed,
     SocketInterfaces,
@@ -116,7 +119,17 @@ RULE = Rule(
     name="inter-node-traffic-over-sockets",
     category=Category.SOCKET_FALLBACK,
     severity=Severity.ERROR,
-    reads=(UsingNetwork, SocketInterfaces, Connection, LibraryOpenFailed, IbNoDevice, EnvSetting),
+    reads=(
+        UsingNetwork,
+        SocketInterfaces,
+        Connection,
+        LibraryOpenFailed,
+        IbNoDevice,
+        EnvSetting,
+        BootstrapInterfaces,
+        CommSummary,
+        IbDevices,
+    ),
     check=_check_socket_network,
     settings=(
         "NCCL_IB_DISABLE",

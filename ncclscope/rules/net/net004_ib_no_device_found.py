@@ -6,13 +6,18 @@ from collections.abc import Iterator
 
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
+from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
+    BootstrapInterfaces,
     IbDeviceError,
     IbDevices,
     IbNoDevice,
+    LibraryOpenFailed,
     PluginInitFailed,
+    SocketInterfaces,
     UsingNetwork,
 )
+from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
@@ -110,7 +115,19 @@ RULE = Rule(
     name="ib-no-device-found",
     category=Category.IB_NOT_FOUND,
     severity=Severity.WARNING,
-    reads=(IbNoDevice, IbDevices, PluginInitFailed, IbDeviceError, EnvSetting),
+    reads=(
+        IbNoDevice,
+        IbDevices,
+        PluginInitFailed,
+        IbDeviceError,
+        EnvSetting,
+        BootstrapInterfaces,
+        CommSummary,
+        Connection,
+        LibraryOpenFailed,
+        SocketInterfaces,
+        UsingNetwork,
+    ),
     check=_check_ib_no_device,
     settings=("NCCL_IB_HCA", "NCCL_IB_DISABLE"),
     incident="https://github.com/NVIDIA/nccl/issues/226",

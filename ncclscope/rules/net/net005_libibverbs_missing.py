@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ncclscope.model.job import Job
-from ncclscope.model.records.net import LibraryOpenFailed
+from ncclscope.model.records.init import CommSummary
+from ncclscope.model.records.net import (
+    BootstrapInterfaces,
+    IbDevices,
+    IbNoDevice,
+    LibraryOpenFailed,
+    SocketInterfaces,
+    UsingNetwork,
+)
+from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
@@ -67,7 +76,16 @@ RULE = Rule(
     name="libibverbs-missing",
     category=Category.IB_NOT_FOUND,
     severity=Severity.WARNING,
-    reads=(LibraryOpenFailed,),
+    reads=(
+        LibraryOpenFailed,
+        BootstrapInterfaces,
+        CommSummary,
+        Connection,
+        IbDevices,
+        IbNoDevice,
+        SocketInterfaces,
+        UsingNetwork,
+    ),
     check=_check_libibverbs_missing,
     settings=("NCCL_IB_DISABLE",),
     incident="https://github.com/facebookresearch/detectron2/issues/4730",

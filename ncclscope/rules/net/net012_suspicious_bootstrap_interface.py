@@ -11,9 +11,15 @@ from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
     BootstrapInterfaces,
     IbDevices,
+    IbNoDevice,
+    LibraryOpenFailed,
     NetInterface,
     SocketConnectFailed,
+    SocketInterfaces,
+    UsingNetwork,
 )
+from ncclscope.model.records.topology import Connection
+from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
@@ -137,7 +143,18 @@ RULE = Rule(
     name="suspicious-bootstrap-interface",
     category=Category.WRONG_INTERFACE,
     severity=Severity.WARNING,
-    reads=(BootstrapInterfaces, IbDevices, SocketConnectFailed, CommSummary),
+    reads=(
+        BootstrapInterfaces,
+        IbDevices,
+        SocketConnectFailed,
+        CommSummary,
+        Connection,
+        EnvSetting,
+        IbNoDevice,
+        LibraryOpenFailed,
+        SocketInterfaces,
+        UsingNetwork,
+    ),
     check=_check_bootstrap_interface,
     settings=("NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY"),
     incident="https://github.com/NVIDIA/nccl/issues/529",

@@ -6,12 +6,18 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from ncclscope.model.job import Job
+from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
+    BootstrapInterfaces,
+    IbDevices,
+    IbNoDevice,
+    LibraryOpenFailed,
     NetInterface,
     SocketInterfaces,
     UsingNetwork,
 )
 from ncclscope.model.records.topology import Connection
+from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
@@ -100,7 +106,17 @@ RULE = Rule(
     name="socket-transport-on-virtual-interface",
     category=Category.WRONG_INTERFACE,
     severity=Severity.WARNING,
-    reads=(SocketInterfaces, Connection, UsingNetwork),
+    reads=(
+        SocketInterfaces,
+        Connection,
+        UsingNetwork,
+        BootstrapInterfaces,
+        CommSummary,
+        EnvSetting,
+        IbDevices,
+        IbNoDevice,
+        LibraryOpenFailed,
+    ),
     check=_check_socket_interfaces,
     settings=("NCCL_SOCKET_IFNAME",),
     incident="https://github.com/Oneflow-Inc/oneflow/issues/3586",

@@ -9,11 +9,14 @@ from ncclscope.model.fabric import Fabric, HostFabric, host_fabrics
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.foreign import LibfabricLog
+from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
     BootstrapInterfaces,
     IbDeviceDetail,
     IbDevices,
+    IbNoDevice,
     InterfaceSpeed,
+    LibraryOpenFailed,
     NetPluginEnvSet,
     NetPluginMessage,
     NetPluginProviderNotFound,
@@ -23,6 +26,7 @@ from ncclscope.model.records.net import (
     TcpxTimeout,
     UsingNetwork,
 )
+from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import _multi_node
@@ -102,6 +106,10 @@ RULE = Rule(
         NetPluginEnvSet,
         InterfaceSpeed,
         TcpxTimeout,
+        CommSummary,
+        Connection,
+        IbNoDevice,
+        LibraryOpenFailed,
     ),
     check=_check_fabric_plugin_not_loaded,
     settings=("NCCL_NET_PLUGIN", "NCCL_NET", "FI_PROVIDER"),

@@ -7,13 +7,17 @@ from collections.abc import Iterator
 
 from ncclscope.model.compare import Outlier
 from ncclscope.model.job import Job
+from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
     BootstrapInterfaces,
     IbDevices,
+    IbNoDevice,
+    LibraryOpenFailed,
     PluginLoaded,
     SocketInterfaces,
     UsingNetwork,
 )
+from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import _multi_node
@@ -91,7 +95,17 @@ RULE = Rule(
     name="nics-differ-across-hosts",
     category=Category.TOPOLOGY_MISDETECTED,
     severity=Severity.WARNING,
-    reads=(IbDevices, UsingNetwork, PluginLoaded, BootstrapInterfaces, SocketInterfaces),
+    reads=(
+        IbDevices,
+        UsingNetwork,
+        PluginLoaded,
+        BootstrapInterfaces,
+        SocketInterfaces,
+        CommSummary,
+        Connection,
+        IbNoDevice,
+        LibraryOpenFailed,
+    ),
     check=_check_nics_differ,
     settings=("NCCL_IB_HCA", "NCCL_NET", "NCCL_TOPO_FILE"),
     incident="https://github.com/NVIDIA/nccl/issues/1277",
