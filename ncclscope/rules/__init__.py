@@ -51,6 +51,8 @@ from ncclscope.rules.ib import (
     ib002_ib_async_error_event,
     ib003_ib_verbs_call_failed,
     ib004_gpu_direct_rdma_disabled,
+    ib005_roce_link_local_gid,
+    ib006_ib_mtu_differs_across_hosts,
 )
 from ncclscope.rules.insp import insp101_inspector_straggler_rank
 from ncclscope.rules.net import (
@@ -145,6 +147,8 @@ _MODULES: tuple[ModuleType, ...] = (
     ib002_ib_async_error_event,
     ib003_ib_verbs_call_failed,
     ib004_gpu_direct_rdma_disabled,
+    ib005_roce_link_local_gid,
+    ib006_ib_mtu_differs_across_hosts,
     err001_cuda_failure,
     err002_out_of_memory,
     err003_cuda_driver_or_nvml_error,
