@@ -31,6 +31,7 @@ from ncclscope.rules.err import (
     err004_remote_error,
     err005_duplicate_gpu,
     err006_first_error,
+    err007_fabric_manager_not_ready,
 )
 from ncclscope.rules.fr import fr101_flight_recorder_divergence
 from ncclscope.rules.graph import (
@@ -155,6 +156,7 @@ _MODULES: tuple[ModuleType, ...] = (
     err004_remote_error,
     err005_duplicate_gpu,
     err006_first_error,
+    err007_fabric_manager_not_ready,
     boot001_bootstrap_protocol_error,
     boot002_socket_connect_failed,
     boot003_failed_while_forming,

@@ -357,3 +357,11 @@ def _label(err: _Error) -> str:
     else:
         what = f"'{_body(rec, 90)}'"
     return f"{what} at {where}" + (f" ({who})" if who else "")
+
+
+def nvls_source(rec: Record) -> bool:
+    """Whether NCCL printed the record from its NVLS transport (transport/nvls.cc): a CUDA
+    error there is NVLink SHARP's (NVLS001), not the GPU's as a whole."""
+    # an envelope the grammar could not split keeps the source file in its prefix
+    where = rec.src_file or getattr(rec, "code_location", None) or rec.prefix or ""
+    return "nvls" in where.lower()

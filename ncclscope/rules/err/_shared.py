@@ -38,3 +38,18 @@ def _ordered(errors: list[_Error]) -> tuple[list[_Error], bool]:
         order = sorted(range(len(errors)), key=lambda i: (stamps[i], i))
         return [errors[i] for i in order], True
     return list(errors), False
+
+
+#: cudaErrorSystemNotReady / CUDA_ERROR_SYSTEM_NOT_READY (802) and its text
+SYSTEM_NOT_READY_CODE = 802
+_SYSTEM_NOT_READY = re.compile(
+    r"system not yet initiali[sz]ed|SystemNotReady|SYSTEM_NOT_READY", re.I
+)
+
+
+def system_not_ready(code: int | None, *texts: str | None) -> bool:
+    """Whether a CUDA error is 802, system not yet initialised: what every CUDA call returns on an
+    NVSwitch system whose GPUs have not joined the NVLink fabric (ERR007)."""
+    return code == SYSTEM_NOT_READY_CODE or any(
+        t is not None and _SYSTEM_NOT_READY.search(t) for t in texts
+    )

@@ -16,6 +16,7 @@ from ncclscope.model.records.init import (
 from ncclscope.model.views import views
 from ncclscope.rules._failures import _ignored, _spread, _where
 from ncclscope.rules.base import Category, Finding, Rule, Severity
+from ncclscope.rules.err._shared import system_not_ready
 
 _CUDA_HINTS = (
     ("out of memory", "see the out-of-memory finding"),
@@ -23,10 +24,6 @@ _CUDA_HINTS = (
         "present state",
         "CUDA_ERROR_ILLEGAL_STATE: on NVSwitch systems NVLS multicast is unavailable (Fabric "
         "Manager / IMEX state); NCCL_NVLS_ENABLE=0 works around it",
-    ),
-    (
-        "system not yet initialized",
-        "the Fabric Manager is not running or the NVSwitch fabric is not initialised",
     ),
     (
         "illegal memory access",
@@ -69,7 +66,12 @@ def _check_cuda_failure(job: Job) -> Iterator[Finding]:
         ``NCCL_NVLS_ENABLE=0``; for illegal memory access or launch failures check dmesg for Xid
         errors and the application's buffers; for driver errors align driver and CUDA versions.
     """
-    failures = [r for r in job.of(CudaFailure) if not _ignored(r)]
+    # error 802 is the Fabric Manager's (ERR007): one finding per problem
+    failures = [
+        r
+        for r in job.of(CudaFailure)
+        if not _ignored(r) and not system_not_ready(r.cuda_code, r.error)
+    ]
     chains = [
         c
         for c in job.chains

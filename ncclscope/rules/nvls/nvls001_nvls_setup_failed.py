@@ -12,13 +12,9 @@ from ncclscope.model.records.init import (
 )
 from ncclscope.model.records.topology import NvlsBindFailed
 from ncclscope.model.views import views
+from ncclscope.rules._failures import nvls_source
 from ncclscope.rules._intranode import _first_per, _host
 from ncclscope.rules.base import Category, Finding, Rule, Severity
-
-
-def _nvls_source(rec: Record) -> bool:
-    where = rec.src_file or getattr(rec, "code_location", None) or ""
-    return "nvls" in where.lower()
 
 
 def _check_nvls_failed(job: Job) -> Iterator[Finding]:
@@ -45,8 +41,8 @@ def _check_nvls_failed(job: Job) -> Iterator[Finding]:
         AllReduce bandwidth cost.
     """
     binds = list(job.of(NvlsBindFailed))
-    cuda = [r for r in job.of(CudaFailure) if _nvls_source(r)]
-    frames = [r for r in job.of(ReturnCode) if _nvls_source(r) and r.code]
+    cuda = [r for r in job.of(CudaFailure) if nvls_source(r)]
+    frames = [r for r in job.of(ReturnCode) if nvls_source(r) and r.code]
     recs: list[Record] = [*binds, *cuda]
     if not recs and not frames:
         return
