@@ -54,6 +54,8 @@ from ncclscope.rules.ib import (
     ib004_gpu_direct_rdma_disabled,
     ib005_roce_link_local_gid,
     ib006_ib_mtu_differs_across_hosts,
+    ib007_dmabuf_registration_refused,
+    ib008_verbs_locked_memory_limit,
 )
 from ncclscope.rules.insp import insp101_inspector_straggler_rank
 from ncclscope.rules.net import (
@@ -150,6 +152,8 @@ _MODULES: tuple[ModuleType, ...] = (
     ib004_gpu_direct_rdma_disabled,
     ib005_roce_link_local_gid,
     ib006_ib_mtu_differs_across_hosts,
+    ib007_dmabuf_registration_refused,
+    ib008_verbs_locked_memory_limit,
     err001_cuda_failure,
     err002_out_of_memory,
     err003_cuda_driver_or_nvml_error,

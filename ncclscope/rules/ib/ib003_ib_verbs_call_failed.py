@@ -16,12 +16,13 @@ from ncclscope.model.records.net import (
 from ncclscope.model.views import views
 from ncclscope.rules._failures import _body, _ignored, _listing, _spread, _where
 from ncclscope.rules.base import Category, Finding, Rule, Severity
+from ncclscope.rules.ib._shared import dmabuf_refused, memlock_exhausted
 
 _VERBS_FIX = (
     (
         ("reg_mr", "reg_dmabuf"),
-        "Memory registration failed: raise the locked-memory limit (ulimit -l unlimited; in "
-        "containers --ulimit memlock=-1), check nvidia-peermem or DMA-BUF support for GPU buffers.",
+        "Memory registration failed: check that GPU buffers can be registered (nvidia-peermem "
+        "loaded, or DMA-BUF support) and that the buffer is valid.",
     ),
     (
         ("modify_qp",),
@@ -52,7 +53,10 @@ def _check_verbs_failed(job: Job) -> Iterator[Finding]:
         Failed verbs calls: ``Call to ibv_reg_mr failed with error …``, ``Call to ibv_modify_qp
         failed …``, ``ibv_post_send() failed with error …``, ``Call to ibv_poll_cq() returned N``,
         ``NET/MLX5: Call to … failed``, ``NET/IB : Unable to open device …``. Calls NCCL reports as
-        optional (``… not supported`` at INFO, the DataDirect probe on NICs without it) are left out.
+        optional (``… not supported`` at INFO, the DataDirect probe on NICs without it) are left out,
+        and so are the failures with a rule of their own: ``Cannot allocate memory`` from a call
+        that pins memory (the locked-memory limit, IB008) and refused DMA-BUF registrations
+        (IB007).
 
     Why it matters
         NCCL cannot register memory, create or connect queue pairs, or post work on this HCA, so
@@ -70,7 +74,10 @@ def _check_verbs_failed(job: Job) -> Iterator[Finding]:
     """
     recs: list[Record] = []
     for rec in job.of(CallFailed):
-        if rec.call.startswith("ibv_") and rec.outcome is None and not _ignored(rec):
+        # the locked-memory limit (IB008) and DMA-BUF (IB007) have rules of their own
+        own_rule = memlock_exhausted(rec) or dmabuf_refused(rec)
+        verbs = rec.call.startswith("ibv_") and rec.outcome is None
+        if verbs and not own_rule and not _ignored(rec):
             recs.append(rec)
     recs += job.of(IbPostFailed)
     for m in job.of(Mlx5CallFailed):
