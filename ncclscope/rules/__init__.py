@@ -23,6 +23,7 @@ from ncclscope.rules.bw import bw001_bandwidth_far_below_links
 from ncclscope.rules.env import (
     env001_notable_env_override,
     env002_setting_differs_across_ranks,
+    env003_forced_ll128_protocol,
 )
 from ncclscope.rules.err import (
     err001_cuda_failure,
@@ -192,6 +193,7 @@ _MODULES: tuple[ModuleType, ...] = (
     hang006_job_killed_by_scheduler,
     env001_notable_env_override,
     env002_setting_differs_across_ranks,
+    env003_forced_ll128_protocol,
     ver001_nccl_version_mismatch,
     bw001_bandwidth_far_below_links,
     topo101_nvlink_count_asymmetric,

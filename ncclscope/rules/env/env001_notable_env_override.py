@@ -11,6 +11,7 @@ from ncclscope.model.records.base import Record
 from ncclscope.model.records.topology import ChannelSummary, Connection
 from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
+from ncclscope.rules._protocols import forcing_ll128
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
 # Settings that switch a transport or a path off, or force a choice NCCL would otherwise make from
@@ -146,8 +147,10 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
         environment, the container image, and /etc/nccl.conf or ~/.nccl.conf when it is not.
     """
     groups: dict[tuple[str, str], list[EnvSetting]] = defaultdict(list)
+    # forcing LL128 on is ENV003's finding, with what it corrupted
+    forced = {(r.source, r.line) for r in forcing_ll128(job)}
     for rec in job.of(EnvSetting):
-        if _notable(rec.name):
+        if _notable(rec.name) and (rec.source, rec.line) not in forced:
             groups[(rec.name, rec.value)].append(rec)
     # A setting that switches a transport or path off gets a finding of its own; the overrides
     # that only tune a choice are listed together in one info finding, so a well-tuned job's

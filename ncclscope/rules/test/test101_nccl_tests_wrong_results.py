@@ -9,13 +9,9 @@ from ncclscope.model.records.foreign import (
     NcclTestsOob,
     NcclTestsRow,
 )
+from ncclscope.model.records.version_env import EnvSetting
+from ncclscope.rules._protocols import forcing_ll128, wrong_results
 from ncclscope.rules.base import Category, Finding, Rule, Severity
-
-
-def _wrong(value: float | None) -> bool:
-    """A ``#wrong`` count above 0. Before ~2022 the column was ``error``, the largest absolute
-    error (``2e-07``: float rounding, not a fault), so only whole counts of 1 and more count."""
-    return value is not None and value >= 1 and float(value).is_integer()
 
 
 def _check_wrong_results(job: Job) -> Iterator[Finding]:
@@ -34,13 +30,16 @@ def _check_wrong_results(job: Job) -> Iterator[Finding]:
         nccl-tests output with validation on (the default ``-c 1``; ``N/A`` means it was off).
 
     What to do
-        Take the node out of service; run nccl-tests per GPU pair and ``dcgmi diag -r 3`` to find
+        Unless a setting forced a protocol NCCL does not trust on this platform (LL128: ENV003,
+        which then reports these results), take the node out of service; run nccl-tests per GPU pair and ``dcgmi diag -r 3`` to find
         the faulty part; check ``nvidia-smi -q -d ECC`` and the kernel log for Xid errors.
     """
-    rows = [r for r in job.of(NcclTestsRow) if _wrong(r.out_wrong) or _wrong(r.in_wrong)]
-    oob = [r for r in job.of(NcclTestsOob) if r.out_of_bounds > 0]
-    if not rows and not oob:
+    wrong = wrong_results(job)
+    if not wrong or forcing_ll128(job):
+        # LL128 forced on explains them: ENV003 reports the setting with these results
         return
+    rows = [r for r in wrong if isinstance(r, NcclTestsRow)]
+    oob = [r for r in wrong if isinstance(r, NcclTestsOob)]
     if rows:
         sizes = ", ".join(f"{r.size}" for r in rows[:5])
         msg = f"{len(rows)} nccl-tests result row(s) have wrong elements (sizes {sizes} bytes)"
@@ -54,7 +53,7 @@ RULE = Rule(
     name="nccl-tests-wrong-results",
     category=Category.CUDA_ERROR,
     severity=Severity.ERROR,
-    reads=(NcclTestsRow, NcclTestsOob),
+    reads=(NcclTestsRow, NcclTestsOob, EnvSetting),
     check=_check_wrong_results,
     settings=(),
 )
