@@ -28,7 +28,9 @@ def forcing_ll128(job: Job) -> list[EnvSetting]:
     """The settings that force LL128 on: ``NCCL_PROTO`` naming it, ``NCCL_LL128_ENABLE=1``."""
     out: list[EnvSetting] = []
     for rec in job.of(EnvSetting):
-        if (rec.name == "NCCL_PROTO" and ll128_named(rec.value)) or (rec.name == "NCCL_LL128_ENABLE" and rec.value.strip() == "1"):
+        if (rec.name == "NCCL_PROTO" and ll128_named(rec.value)) or (
+            rec.name == "NCCL_LL128_ENABLE" and rec.value.strip() == "1"
+        ):
             out.append(rec)
     return out
 
