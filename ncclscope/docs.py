@@ -58,7 +58,6 @@ def rule_page(rule: Rule) -> str:
             out += [f"## {stripped}", ""]
         else:
             out.append(line[4:] if line.startswith("    ") else line)
-    out += ["", "## Remediation", "", rule.remediation]
     cases = rule_cases(rule)
     if cases:
         out += [

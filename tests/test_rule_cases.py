@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from ncclscope.engine import Selection, run_rules
-from ncclscope.model.job import HIGH_VOLUME_KINDS, build_job
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, build_job
 from ncclscope.parse.parser import parse_text
 from ncclscope.rules import RULES, get
 from ncclscope.rules.base import DOC_HEADINGS
@@ -50,9 +50,9 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
 CASES_ = _cases()
 
 
-@pytest.mark.parametrize(("case_id", "case"), CASES_, ids=[c[0] for c in CASES_])
-def test_rule_case(case_id: str, case: dict[str, Any], tmp_path: Path) -> None:
-    rule = get(case["rule"])
+def case_job(case: dict[str, Any], tmp_path: Path) -> tuple[Job, list[str]]:
+    """The job a case describes (its log, and its artifacts read as a job directory), and the
+    texts its evidence may quote."""
     texts = [str(case.get("log", ""))]
     if case.get("artifacts") or case.get("artifact_files"):
         from ncclscope import api
@@ -70,6 +70,13 @@ def test_rule_case(case_id: str, case: dict[str, Any], tmp_path: Path) -> None:
         job, _stats = api.build(paths)
     else:
         job = build_job(parse_text(case["log"], source="case.log"), HIGH_VOLUME_KINDS)
+    return job, texts
+
+
+@pytest.mark.parametrize(("case_id", "case"), CASES_, ids=[c[0] for c in CASES_])
+def test_rule_case(case_id: str, case: dict[str, Any], tmp_path: Path) -> None:
+    rule = get(case["rule"])
+    job, texts = case_job(case, tmp_path)
     findings = run_rules(job, Selection(select=(rule.id,)))
     if not case["fires"]:
         assert not findings, f"{case_id} ({case.get('name')}) must not fire: {findings}"

@@ -1,13 +1,16 @@
 """What a rule is, and what it finds.
 
 A rule is one check function plus frozen metadata (id, kebab-case name, category, default
-severity, the record kinds it reads, remediation, the NCCL settings involved, a real incident).
-The check's docstring is the rule's documentation, with fixed headings::
+severity, the record kinds it reads, the NCCL settings involved, a real incident), in one module
+named by its id. The check's docstring is the rule's documentation, with fixed headings::
 
     What it detects
     Why it matters
     Evidence it needs
     What to do
+
+Its remediation is the "What to do" section: one text, read by people in the docs and carried by
+every finding (:attr:`Rule.remediation`).
 
 ``docs/rules/<ID>.md`` is generated from it (``python -m ncclscope.docs``), and its examples come
 from the rule's case file ``tests/cases/rules/<ID>.yaml``, which the tests execute.
@@ -118,7 +121,6 @@ class Rule:
     category: Category
     severity: Severity
     reads: tuple[type[Record], ...]
-    remediation: str
     check: CheckFn
     #: the NCCL settings (or host facilities) the rule and its remediation involve
     settings: tuple[str, ...] = ()
@@ -129,6 +131,24 @@ class Rule:
     @property
     def doc(self) -> str:
         return inspect.cleandoc(self.check.__doc__ or "")
+
+    def section(self, heading: str) -> str:
+        """One section of the documentation (``heading`` one of ``DOC_HEADINGS``), as one
+        paragraph of plain text: reST literals unquoted, lines joined."""
+        lines: list[str] = []
+        inside = False
+        for line in self.doc.splitlines():
+            stripped = line.strip()
+            if stripped in DOC_HEADINGS:
+                inside = stripped == heading
+            elif inside:
+                lines.append(stripped)
+        return " ".join(" ".join(lines).replace("``", "").split())
+
+    @property
+    def remediation(self) -> str:
+        """What to do, from the documentation's "What to do" section (the one source)."""
+        return self.section("What to do")
 
     @property
     def summary(self) -> str:

@@ -1,0 +1,1 @@
+"""Rules about the bootstrap: the job that never formed."""

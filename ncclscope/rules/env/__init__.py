@@ -1,0 +1,1 @@
+"""Rules about NCCL settings: overrides and settings that differ across ranks."""

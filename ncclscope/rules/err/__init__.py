@@ -1,0 +1,1 @@
+"""Rules about errors NCCL reported: CUDA failures, out of memory, remote errors, the first error."""

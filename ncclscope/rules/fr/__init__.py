@@ -1,0 +1,1 @@
+"""Rules about PyTorch Flight Recorder dumps."""

@@ -1,0 +1,1 @@
+"""Rules about graph dumps (NCCL_GRAPH_DUMP_FILE)."""

@@ -1,0 +1,1 @@
+"""Rules about hangs, timeouts, slow init and jobs killed while in NCCL."""

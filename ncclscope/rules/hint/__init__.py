@@ -1,0 +1,1 @@
+"""Rules that pass on NCCL's own hints."""

@@ -1,0 +1,1 @@
+"""Rules about InfiniBand/RoCE verbs: completion and async errors, failed verbs calls, GPUDirect RDMA."""

@@ -1,0 +1,1 @@
+"""Rules about NCCL Inspector traces."""

@@ -1,0 +1,1 @@
+"""Rules about NVLink SHARP and multi-node NVLink."""

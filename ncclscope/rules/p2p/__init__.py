@@ -1,0 +1,1 @@
+"""Rules about peer-to-peer transport between GPUs of one node."""

@@ -1,0 +1,1 @@
+"""Rules about profiler plugin traces."""

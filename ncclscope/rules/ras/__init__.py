@@ -1,0 +1,1 @@
+"""Rules about RAS (ncclras) output."""

@@ -1,0 +1,1 @@
+"""Rules about the shared-memory transport: /dev/shm, cuMem host memory."""

@@ -1,0 +1,1 @@
+"""Rules about the topology NCCL detected (log lines and topology XML)."""

@@ -1,0 +1,1 @@
+"""Rules about versions: NCCL, CUDA, the driver, across ranks."""
