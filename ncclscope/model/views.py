@@ -24,6 +24,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Final, cast
 
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job, ThreadKey
@@ -193,6 +194,10 @@ def _distance(rec: Record, ri: RankInfo) -> tuple[int, int, int]:
     return best
 
 
+#: crosses_nodes not yet asked about a connection (None is an answer: not known)
+_UNASKED: Final = object()
+
+
 @dataclass
 class JobViews:
     """Views over one job, computed once on first use."""
@@ -200,6 +205,9 @@ class JobViews:
     job: Job
     _host_maps: dict[CommKey, dict[int, str]] = field(default_factory=dict, init=False, repr=False)
     _salvaged: list[CommInit] = field(default_factory=list)
+    #: crosses_nodes per connection record (by identity: the job holds every record it was
+    #: asked about, and a record's own hash would walk all its fields)
+    _crossing: dict[int, bool | None] = field(default_factory=dict, init=False, repr=False)
 
     @cached_property
     def communicators(self) -> dict[CommKey, Communicator]:
@@ -481,12 +489,15 @@ class JobViews:
         P2P and SHM are off)."""
         if conn.to_rank is None:
             return None
+        known = self._crossing.get(id(conn), _UNASKED)
+        if known is not _UNASKED:
+            return cast(bool | None, known)
         hosts = self.hosts_in(self.comm_of(conn))
         a = hosts.get(conn.from_rank)
         b = hosts.get(conn.to_rank)
-        if a is None or b is None:
-            return None
-        return a != b
+        crosses = None if a is None or b is None else a != b
+        self._crossing[id(conn)] = crosses
+        return crosses
 
     @cached_property
     def transport_counts(self) -> Counter[str]:

@@ -87,10 +87,16 @@ def _check_never_formed(job: Job) -> Iterator[Finding]:
     first = next((e for e in early if not e.consequence), early[0])
     hosts = sorted({e.rec.host for e in early if e.rec.host})
     procs = {(e.rec.host, e.rec.pid) for e in early if e.rec.pid is not None}
-    later = [e for e in errors if e not in early]
+    # by identity: an error compared field by field with every early one cost errors x early
+    # record comparisons (9 of 58 profiled seconds on 60 MB of init logs)
+    early_ids = {id(e) for e in early}
+    later = [e for e in errors if id(e) not in early_ids]
     where = f" on {len(hosts)} host(s) ({', '.join(hosts[:4])})" if hosts else ""
+    host_set = set(hosts)
     iface = [
-        r for r in job.of(BootstrapInterfaces) if r.interfaces and (not hosts or r.host in hosts)
+        r
+        for r in job.of(BootstrapInterfaces)
+        if r.interfaces and (not host_set or r.host in host_set)
     ][:1]
     ifname = [r for r in job.of(EnvSetting) if r.name == "NCCL_SOCKET_IFNAME"][:1]
     said = ""
