@@ -273,26 +273,10 @@ def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]
 
     The work is done a column at a time (a column's values converted in one pass, a field not
     printed given its default there), so building a record is one constructor call."""
-    specs = field_specs(cls)
     own = [c for c in rows.columns if c not in _ROW_COLUMNS]
     names: list[str] = [*ENVELOPE, *own]
     columns: list[list[Any]] = [_shared_texts(rows.get_column(name)) for name in ENVELOPE]
-    for name in own:
-        is_tuple, coerce = specs[name]
-        part = _part_class(cls, name)
-        if part is not None:
-            coerce = functools.partial(_make_part, part)
-        series = rows.get_column(name)
-        values = series.to_list()
-        if is_tuple:
-            values = [None if v is None else tuple(coerce(x) for x in v) for v in values]
-        elif not _typed_as(series.dtype, coerce):
-            values = [None if v is None else coerce(v) for v in values]
-        default = _default(cls, name)
-        if default is not None and series.null_count():
-            # a field not printed on a row takes the record's default, as the class gives it
-            values = [default if v is None else v for v in values]
-        columns.append(values)
+    columns += [_field_values(cls, name, rows.get_column(name)) for name in own]
     levels = [_LEVELS[v] for v in rows.get_column("level").to_list()]
     return [
         cls(
@@ -315,7 +299,7 @@ def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]
 _LEVELS: Final = {level.value: level for level in Level}
 
 
-def _typed_as(dtype: pl.DataType, coerce: Any) -> bool:
+def _typed_as(dtype: Any, coerce: Any) -> bool:
     """Whether a column's values already are what ``coerce`` would make of them."""
     return (coerce is as_int and dtype.is_integer()) or (coerce is as_str and dtype == pl.String)
 
@@ -354,32 +338,56 @@ def _find_part_class(cls: type, name: str) -> type[Part] | None:
     return None
 
 
-def _make_part(part: type[Part], value: dict[str, Any]) -> Part:
-    """A part from the struct the patterns give (its fields; null: not printed), each field
-    coerced as the transformer coerces it."""
-    plan = _part_plan(part)
-    fields: dict[str, Any] = {}
-    for name, v in value.items():
-        if v is None:
-            continue
-        is_tuple, coerce = plan[name]
-        fields[name] = tuple(coerce(x) for x in v) if is_tuple else coerce(v)
-    return part(**fields)
+def _field_values(owner: type, name: str, series: pl.Series) -> list[Any]:
+    """A column of one field of ``owner`` (a record or a part class) as the values the class
+    takes, coerced as the transformer coerces them; a value not printed is the field's default
+    (None where it has none). Parts are built a column at a time too, nested ones included."""
+    is_tuple, coerce = field_specs(owner)[name]
+    part = _part_class(owner, name)
+    values: list[Any]
+    if part is not None and is_tuple:
+        # a list of parts per row: the parts of all rows built as one column, then cut back
+        # into each row's tuple by its length
+        lengths = series.list.len().to_list()
+        flat = _parts(part, series.explode(empty_as_null=False, keep_nulls=False))
+        values = []
+        at = 0
+        for n in lengths:
+            if n is None:
+                values.append(None)
+            else:
+                values.append(tuple(flat[at : at + n]))
+                at += n
+    elif part is not None:
+        values = _parts(part, series)
+    elif is_tuple:
+        inner = series.dtype.inner if isinstance(series.dtype, pl.List) else None
+        typed = inner is not None and _typed_as(inner, coerce)
+        values = [
+            None if v is None else tuple(v) if typed else tuple(coerce(x) for x in v)
+            for v in series.to_list()
+        ]
+    else:
+        values = series.to_list()
+        if not _typed_as(series.dtype, coerce):
+            values = [None if v is None else coerce(v) for v in values]
+    default = _default(owner, name)
+    if default is not None and series.null_count():
+        # a field not printed on a row takes its default, as the class gives it
+        values = [default if v is None else v for v in values]
+    return values
 
 
-_PART_PLAN: dict[type[Part], dict[str, tuple[bool, Any]]] = {}
-
-
-def _part_plan(part: type[Part]) -> dict[str, tuple[bool, Any]]:
-    """Per field of a part class: (is_tuple, how one value becomes the field's), a nested part's
-    field building that part; once per class."""
-    plan = _PART_PLAN.get(part)
-    if plan is None:
-        plan = _PART_PLAN[part] = {}
-        for name, (is_tuple, coerce) in field_specs(part).items():
-            inner = _part_class(part, name)
-            plan[name] = (is_tuple, functools.partial(_make_part, inner) if inner else coerce)
-    return plan
+def _parts(part: type[Part], series: pl.Series) -> list[Part | None]:
+    """A struct column (the fields the patterns give for one part; null: no part) as parts."""
+    fields = series.struct.unnest()
+    names = fields.columns
+    columns = [_field_values(part, n, fields.get_column(n)) for n in names]
+    missing = series.is_null().to_list()
+    return [
+        None if gone else part(**dict(zip(names, values, strict=True)))
+        for gone, *values in zip(missing, *columns, strict=True)
+    ]
 
 
 def _as_lines(lines: Lines) -> list[Line]:
