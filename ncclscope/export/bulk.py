@@ -399,6 +399,8 @@ _BASIS_TEXT = {
     Basis.COMMUNICATOR: "by shared communicator",
     Basis.RANKS: "by ranks",
     Basis.RANKS_IN_FOLDER: "by ranks in a folder",
+    Basis.BOOTSTRAP_ROOT: "by bootstrap root (NCCL_COMM_ID)",
+    Basis.LAUNCHER_RANKS: "by launcher rank prefixes",
     Basis.PROCESS: "by process",
     Basis.UNDECIDED: "undecided, kept apart (see the jobs table)",
     Basis.PATTERN: "by --job-pattern",
