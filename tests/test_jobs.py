@@ -441,8 +441,27 @@ def test_a_time_stamped_identity_scans_as_it_parses(tmp_path: Path, parser: Line
     parsed = identity_of(str(path), str(tmp_path), parse_path(path, parser=parser))
     (scanned,) = identities([scan(str(path), False)], lambda: parser)
     assert scanned == parsed
-    assert parsed.span is not None and parsed.span[0].startswith("2026-03-01T10:00:00")
+    # 2.9 prints one Init line per communicator, its 76th line here: 20 ms apart
+    assert parsed.span == ("2026-03-01T10:00:01.500000+00:00",) * 2
     assert parsed.launcher_ranks == {("", 0)}
+    # CloudWatch stamps every line of 224, but none is an Init line: no time to compare
+    cloudwatch = REAL / "224-sagemaker-cloudwatch-ofi-init-failed-mixed-ranks.log"
+    assert identity_of(str(cloudwatch), "d", parse_path(cloudwatch, parser=parser)).span is None
+
+
+def test_diagnose_reports_stamped_reruns_as_two_jobs(tmp_path: Path) -> None:
+    runs = _two_runs(tmp_path / "stamped")
+    _stamped(runs[0], datetime(2026, 3, 1, 10, 0))
+    _stamped(runs[1], datetime(2026, 3, 1, 11, 30))
+    files = sorted(str(p) for run in runs for p in run)
+    result = CliRunner().invoke(
+        main, ["diagnose", *files, "--format", "json", "--fail-on", "never"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "are 2 jobs" in result.stderr
+    jobs = json.loads(result.stdout)["jobs"]
+    assert sorted(len(j["inputs"]) for j in jobs) == [16, 16]
+    assert all(any("one of 2 runs" in e for e in j["evidence"]) for j in jobs)
 
 
 def test_stamps_far_apart_keep_a_shared_communicator_apart() -> None:

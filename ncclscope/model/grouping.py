@@ -4,12 +4,12 @@ A job is what NCCL says it is. Each input (a file, an archive member) has an *id
 communicators it shows (``commId`` from 2.16 on, shared by every rank of a communicator; ``rank``
 and ``nranks`` always), the processes (``host:pid``) that printed them, the NCCL versions its
 banners printed, the ranks its launcher tagged lines with (``[1,3]<stdout>:``, ``[rank3]:``,
-``3: ``, torchrun's node-local ``[default3]:``), the first and last time stamp printed on those
-lines, and the bootstrap root ``NCCL_COMM_ID`` names. ``group`` turns identities into jobs:
+``3: ``, torchrun's node-local ``[default3]:``), the first and last time stamp printed on its
+``Init`` lines, and the bootstrap root ``NCCL_COMM_ID`` names. ``group`` turns identities into jobs:
 
 1. Inputs that share a communicator (its ``commId``) are one job; so are inputs that share a
    process, or name one bootstrap root and claim no rank twice. Never when their NCCL versions,
-   Slurm ids or roots differ, or when both printed ``Init`` lines stamped more than
+   Slurm ids or roots differ, or when their ``Init`` lines are stamped more than
    ``TIME_SLACK`` apart (a pid reused on a host by a later job, a ``commId`` printed again), or
    when two processes claim one launcher rank.
 2. What is linked that way and shows all ranks of its communicators, or shows ``commId``, or is a
@@ -122,9 +122,12 @@ class Identity:
     #: and srun's ``3: `` (global ranks), ``(host, 3)`` for torchrun's ``[default3]:`` (a rank
     #: local to its node)
     launcher_ranks: frozenset[tuple[str, int]] = frozenset()
-    #: the first and last time stamp its identity lines carry (NCCL's own, 2.26+, or a
-    #: launcher's or collector's), ISO 8601; None when none is printed or they mix stamps with
-    #: and without a time zone
+    #: the first and last time stamp its ``Init`` lines carry (NCCL's own, 2.26+, or a
+    #: launcher's or collector's), ISO 8601: when it initialised its communicators, which every
+    #: rank of a communicator does at the same time (no rank completes before all have started).
+    #: Not other lines: from 2.26 NCCL stamps only WARN lines by default, and a warning may come
+    #: at any moment of a run. None when no ``Init`` line is stamped or they mix stamps with and
+    #: without a time zone.
     span: tuple[str, str] | None = None
     #: the bootstrap root's address ``NCCL_COMM_ID`` named (``host:port``), as printed
     roots: frozenset[str] = frozenset()
@@ -185,7 +188,11 @@ def identity_of(source: str, folder: str, records: Iterable[Record]) -> Identity
                     launcher.add((rec.host, rec.launcher_rank))
             else:
                 launcher.add(("", rec.launcher_rank))
-        if rec.timestamp is not None and (when := instant(rec.timestamp)) is not None:
+        if (
+            isinstance(rec, CommInit)
+            and rec.timestamp is not None
+            and (when := instant(rec.timestamp)) is not None
+        ):
             stamps.append(when)
     seen = tuple(
         CommSeen(cid, n, frozenset(ranks))
@@ -321,11 +328,10 @@ def _times(span: tuple[str, str]) -> tuple[datetime, datetime]:
 
 
 def _apart(a: Identity, b: Identity) -> bool:
-    """Whether two inputs that each printed ``Init`` lines ran at different times: their stamps
-    (of one kind: both with a zone or both without) are more than ``TIME_SLACK`` apart. Only
-    inputs with ``Init`` lines: their stamps start with the run; a file of warnings alone (a
-    ``NCCL_DEBUG=WARN`` job) may come from any moment of it."""
-    if a.span is None or b.span is None or not a.comms or not b.comms:
+    """Whether two inputs initialised their communicators at different times: the stamps of
+    their ``Init`` lines (of one kind: both with a zone or both without) are more than
+    ``TIME_SLACK`` apart."""
+    if a.span is None or b.span is None:
         return False
     (a0, a1), (b0, b1) = _times(a.span), _times(b.span)
     if (a0.tzinfo is None) != (b0.tzinfo is None):
