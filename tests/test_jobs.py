@@ -17,6 +17,8 @@ import tarfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -558,6 +560,51 @@ def test_the_new_evidence_survives_the_sources_table() -> None:
         frozenset({"10.0.0.1:29500"}),
     )
     assert identity_from_json("d/x", identity_to_json(one)) == one
-    # a dataset written before these were read
+    # a dataset written before these were read: its inputs are read again
     old = '{"folder":"d","comms":[],"processes":[],"versions":[]}'
-    assert identity_from_json("d/x", old) == Identity("d/x", "d")
+    assert identity_from_json("d/x", old) is None
+
+
+def test_a_dataset_of_an_older_ncclscope_is_regrouped_with_the_new_evidence(
+    tmp_path: Path,
+) -> None:
+    split_by_process(REAL / "081-nccl-2.27-symmetric-memory-preview.log", tmp_path / "job")
+    out = tmp_path / "ds"
+    files = bulk.expand([str(tmp_path / "job")])
+    # what an ncclscope that did not read launcher prefixes exported: one job per process
+    plans = [
+        bulk.JobPlan(f, p.inputs, Basis.PROCESS.value, p.evidence)
+        for f in files
+        for p in bulk.plan_jobs([f], bulk.Grouping())
+    ]
+    assert len(plans) == 4
+    bulk.run(plans, out, workers=1)
+    assert ncclscope.load(out).jobs.collect().height == 4
+    for path in (out / "sources").rglob("*.parquet"):
+        table = pq.read_table(path)
+        old = [
+            json.dumps(
+                {
+                    k: v
+                    for k, v in json.loads(x).items()
+                    if k in ("folder", "comms", "processes", "versions")
+                }
+            )
+            if x
+            else x
+            for x in table.column("identity").to_pylist()
+        ]
+        pq.write_table(
+            table.set_column(
+                table.schema.get_field_index("identity"), "identity", pa.array(old, pa.string())
+            ),
+            path,
+        )
+    assert bulk.prior_scans(out) == {}
+    runner = CliRunner()
+    again = runner.invoke(main, ["bulk", str(tmp_path / "job"), "-o", str(out), "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert "1 by launcher rank prefixes" in again.stdout
+    assert "4 job(s) of an earlier run grouped differently, removed" in again.stdout
+    jobs = ncclscope.load(out).jobs.collect()
+    assert jobs.height == 1 and jobs["basis"][0] == "launcher-ranks"

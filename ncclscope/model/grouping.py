@@ -245,9 +245,13 @@ def identity_to_json(ident: Identity) -> str:
     )
 
 
-def identity_from_json(source: str, text: str) -> Identity:
-    """The identity ``identity_to_json`` wrote for ``source``."""
+def identity_from_json(source: str, text: str) -> Identity | None:
+    """The identity ``identity_to_json`` wrote for ``source``; None when an older ncclscope
+    wrote it, before launcher ranks, times and roots were read (the input is read again, so a
+    rerun groups it with what it prints now)."""
     data = json.loads(text)
+    if not {"launcher", "span", "roots"} <= data.keys():
+        return None
     return Identity(
         source,
         str(data["folder"]),
@@ -256,10 +260,9 @@ def identity_from_json(source: str, text: str) -> Identity:
         ),
         frozenset((str(h), int(p)) for h, p in data["processes"]),
         frozenset(str(v) for v in data["versions"]),
-        # datasets written before launcher ranks, times and roots were read have none
-        frozenset((str(h), int(r)) for h, r in data.get("launcher", [])),
-        (str(data["span"][0]), str(data["span"][1])) if data.get("span") else None,
-        frozenset(str(r) for r in data.get("roots", [])),
+        frozenset((str(h), int(r)) for h, r in data["launcher"]),
+        (str(data["span"][0]), str(data["span"][1])) if data["span"] else None,
+        frozenset(str(r) for r in data["roots"]),
     )
 
 
