@@ -539,6 +539,16 @@ def test_reruns_are_told_apart_by_their_bootstrap_root(tmp_path: Path) -> None:
     assert "share bootstrap root NCCL_COMM_ID=10.0.92.140:29502" in texts[1]
 
 
+def test_ranks_that_print_no_root_join_the_one_root_of_their_folder(tmp_path: Path) -> None:
+    # NCCL prints NCCL_COMM_ID when it picks its interface by the root's subnet: not every
+    # process need print it
+    files = split_by_process(L04, tmp_path / "one", "rank-{rank}.log")
+    _root_line(next(f for f in files if f.name == "rank-0.log"), "10.0.92.140:29501")
+    (plan,) = _plans(tmp_path / "one")
+    assert len(plan.inputs) == 16 and plan.basis == Basis.RANKS_IN_FOLDER.value
+    assert "bootstrap root NCCL_COMM_ID=10.0.92.140:29501" in plan.evidence
+
+
 def test_one_root_does_not_join_a_rank_claimed_twice() -> None:
     a = dataclasses.replace(ident("a0", comms=((None, 2, (0,)),)), roots=frozenset({"r:1"}))
     b = dataclasses.replace(ident("b0", comms=((None, 2, (0,)),)), roots=frozenset({"r:1"}))

@@ -514,7 +514,9 @@ def group(identities: Sequence[Identity]) -> list[JobGroup]:
         link = _dedupe(comp.links)
         if view.by_id:
             groups.append((comp.members, Basis.COMMUNICATOR, link + view.describe()))
-        elif any(w.startswith(_BY_ROOT) for w in comp.links):
+        elif any(w.startswith(_BY_ROOT) for w in comp.links) and (
+            view.whole or len({i.folder for i in ids}) > 1
+        ):
             groups.append((comp.members, Basis.BOOTSTRAP_ROOT, link + view.describe()))
         elif view.by_size and view.whole:
             groups.append((comp.members, Basis.RANKS, link + view.describe()))
@@ -684,27 +686,32 @@ def _fit_ranks(
     folder: str, world: int, pool: list[_Component], identities: Sequence[Identity]
 ) -> list[tuple[list[int], Basis, list[str]]]:
     """Inputs of one folder that each show part of a communicator of size ``world`` (no
-    ``commId``): one job per NCCL version and Slurm id when no rank appears twice, else each
-    apart."""
+    ``commId``): one job per NCCL version, Slurm id, bootstrap root and run (by time stamps)
+    when no rank appears twice, else each apart."""
     out: list[tuple[list[int], Basis, list[str]]] = []
-    by_key: dict[tuple[str | None, str | None], list[_Component]] = defaultdict(list)
+    by_key: dict[tuple[str | None, str | None, str | None], list[_Component]] = defaultdict(list)
     unknown: list[_Component] = []
     for comp in pool:
         view = _View([identities[i] for i in comp.members])
         versions = sorted(view.versions)
         slurm = {identities[i].slurm_id for i in comp.members} - {None}
-        if len(versions) > 1 or len(slurm) > 1:
+        roots = sorted(view.roots)
+        if len(versions) > 1 or len(slurm) > 1 or len(roots) > 1:
             unknown.append(comp)  # contradicts itself: cannot be placed
             continue
-        by_key[(versions[0] if versions else None, slurm.pop() if slurm else None)].append(comp)
+        key = (
+            versions[0] if versions else None,
+            slurm.pop() if slurm else None,
+            roots[0] if roots else None,
+        )
+        by_key[key].append(comp)
     # Old NCCL prints its banner from rank 0 only: inputs without a version join the one version
-    # the folder shows, if it shows one.
-    for slurm_id in {s for _, s in by_key}:
-        known = [k for k in by_key if k[1] == slurm_id and k[0] is not None]
-        bare = (None, slurm_id)
-        if len(known) == 1 and bare in by_key:
-            by_key[known[0]].extend(by_key.pop(bare))
-    for key in sorted(by_key, key=lambda k: (k[0] or "", k[1] or "")):
+    # the folder shows, if it shows one; and NCCL prints NCCL_COMM_ID only when it looks for an
+    # interface by the root's subnet: inputs without a root join the one root the folder shows.
+    while bare := _bare_fit(by_key):
+        key, into = bare
+        by_key[into].extend(by_key.pop(key))
+    for key in sorted(by_key, key=lambda k: (k[0] or "", k[1] or "", k[2] or "")):
         for comps, when in _by_time(by_key[key], identities):
             counts: Counter[int] = Counter()
             tags: Counter[tuple[str, int]] = Counter()
@@ -757,6 +764,29 @@ def _fit_ranks(
             )
         )
     return out
+
+
+_Key = tuple[str | None, str | None, str | None]
+
+
+def _bare_fit(by_key: dict[_Key, list[_Component]]) -> tuple[_Key, _Key] | None:
+    """A (version, Slurm id, root) key that lacks a version or a root, and the one other key of
+    its Slurm id that agrees with it wherever it says something; None when no key has exactly
+    one."""
+    for key in sorted(by_key, key=lambda k: tuple(x or "" for x in k)):
+        if key[0] is not None and key[2] is not None:
+            continue
+        fits = [
+            o
+            for o in by_key
+            if o != key
+            and o[1] == key[1]
+            and (key[0] is None or key[0] == o[0])
+            and (key[2] is None or key[2] == o[2])
+        ]
+        if len(fits) == 1:
+            return key, fits[0]
+    return None
 
 
 def _by_time(
