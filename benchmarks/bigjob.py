@@ -4,8 +4,13 @@ communicator per rank, and faults to inject, for the benchmark and the tests.
 Every line is a line of NCCL 2.21.5 as printed in the corpus's healthy two-node IB job
 (../shared/corpus/long/L03-vllm-ray-2node-ib-gdrdma-2.21.log, a vLLM TP8 x PP2 deployment:
 8-GPU nodes, mlx5_0-7, GPUDirect RDMA), with the host, pid, ranks, busIds and commIds of the
-job being made. Only the numbers change; the wording is L03's, line for line. The faults use
-lines of other real logs:
+job being made. Only the numbers change; the wording is L03's, line for line, and so is what a
+rank prints per init (``tests/test_bigjob.py`` holds a TP init and a cross-node pair's init to
+those of L03's leader, the one process Ray did not fold): the ``Comm config``, net and DMA-BUF
+lines before each later init, the tuner plugin lines of the first, ring orders with their own
+channel count, and the tree's connections between ``Connected all rings`` and ``Connected all
+trees`` (L01, L04 and L06 print them; Ray folded L03's other ranks). The faults use lines of
+other real logs:
 
 * ``no_ib``: a host whose IB devices are gone, as in
   ../shared/corpus/long/L05-cori-shifter-no-ib-socket-2.5.log (``NET/IB : No device found.``,
@@ -94,12 +99,12 @@ class _Comm:
     local_ranks: int
 
 
-def _ring_lines(head: str, n: int, truncated: bool) -> Iterator[str]:
+def _ring_lines(head: str, n: int, truncated: bool, channels: int) -> Iterator[str]:
     if truncated:
         # 2.23+: "Channel %02d/%02d :" then " %*d" (width of nranks-1) until 128 characters
         width = len(str(n - 1))
-        for ch in range(CHANNELS):
-            text = f"Channel {ch:02d}/{CHANNELS:02d} :"
+        for ch in range(channels):
+            text = f"Channel {ch:02d}/{channels:02d} :"
             r = 0
             while r < n and len(text) + width + 1 < 128:
                 text += f" {r:>{width}}"
@@ -108,9 +113,10 @@ def _ring_lines(head: str, n: int, truncated: bool) -> Iterator[str]:
                 text += " ..."
             yield head + text + "\n"
         return
+    # <= 2.22: "Channel %02d/%02d : " then " %3d" per rank (L03: "Channel 00/02 :    0   1")
     order = "".join(f" {r:3d}" for r in range(n))
-    for ch in range(CHANNELS):
-        yield f"{head}Channel {ch:02d}/{CHANNELS:02d} :{order}\n"
+    for ch in range(channels):
+        yield f"{head}Channel {ch:02d}/{channels:02d} : {order}\n"
 
 
 def _tree_line(head: str, me: int, n: int, channels: int) -> str:
@@ -138,6 +144,12 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
             version = NEWER_VERSION if job.newer else VERSION
             version = OTHER_VERSION if rk.node in job.other_version else version
             lines.append(f"{h}NCCL version {version}\n")
+        if kind != "world":
+            # L03: each later communicator, made with a config (as torch makes them), is
+            # preceded by the config line and the net/DMA-BUF lines its init prints again (the
+            # world's come at the end of the preamble)
+            lines.append(f"{h}Comm config Blocking set to 1\n")
+            lines.extend(_net_lines(job, rk))
         lines.append(f"{h}ncclCommInitRank {ident} - Init START\n")
         if world in job.stuck and kind == "world":
             out.append(lines)
@@ -150,9 +162,9 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
             f"localRanks {comm.local_ranks} localRank {dev if comm.local_ranks > 1 else 0} "
             "MNNVL 0\n"
         )
-        if me == 0:
-            lines.extend(_ring_lines(h, n, job.newer))
         channels = CHANNELS if kind != "dp" else 2
+        if me == 0:
+            lines.extend(_ring_lines(h, n, job.newer, channels))
         lines.append(_tree_line(h, me, n, channels) + "\n")
         lines.append(f"{h}P2P Chunksize set to {524288 if kind != 'dp' else 131072}\n")
         nxt, prv = (me + 1) % n, (me - 1) % n
@@ -176,6 +188,7 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
                     f"via {_net(job, rk, ch)}\n"
                 )
         lines.append(f"{h}Connected all rings\n")
+        lines.extend(_tree_connections(job, ranks, comm, me, channels))
         lines.append(f"{h}Connected all trees\n")
         if kind == "dp":
             lines.append(f"{h}threadThresholds 8/8/64 | 16/8/64 | 512 | 512\n")
@@ -189,6 +202,13 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
                 f"{h}24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, "
                 "32 p2p channels per peer\n"
             )
+        if kind == "world":
+            # L03: the first init of a process loads the tuner plugin, before its COMPLETE
+            lines.append(
+                f"{h}TUNER/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared "
+                "object file: No such file or directory : when loading libnccl-tuner.so\n"
+            )
+            lines.append(f"{h}TUNER/Plugin: Using internal tuner plugin.\n")
         lines.append(f"{h}ncclCommInitRank {ident} - Init COMPLETE\n")
         if job.newer:
             kernels, boot = 0.46, 0.55
@@ -204,6 +224,49 @@ def _init(job: BigJob, ranks: list[_Rank], comm: _Comm, kind: str) -> list[list[
             )
         out.append(lines)
     return out
+
+
+def _tree_connections(
+    job: BigJob, ranks: list[_Rank], comm: _Comm, me: int, channels: int
+) -> Iterator[str]:
+    """The connections a rank's trees add to its ring's, printed between ``Connected all
+    rings`` and ``Connected all trees`` (as in the corpus's L01, L04 and L06). The tree is the
+    chain ``_tree_line`` prints (up ``me - 1``, down ``me + 1``); the ring already sends to
+    ``me + 1`` and receives from ``me - 1``, so the tree adds a send up and a receive from
+    below. P2P prints its line on the sending side only (``p2pSendSetup``); the network
+    prints both sides, ``[send]`` and ``[receive]``."""
+    n = len(comm.members)
+    rk = ranks[comm.members[me]]
+    h, dev = rk.head, rk.local
+    up, down = me - 1, me + 1
+    if up >= 0 and n > 2:
+        up_rk = ranks[comm.members[up]]
+        for ch in range(channels):
+            if up_rk.node == rk.node:
+                yield f"{h}Channel {ch:02d}/0 : {me}[{dev}] -> {up}[{up_rk.local}] via P2P/IPC/read\n"
+            else:
+                yield (
+                    f"{h}Channel {ch:02d}/0 : {me}[{dev}] -> {up}[{up_rk.local}] [send] "
+                    f"via {_net(job, rk, ch)}\n"
+                )
+    if down < n and n > 2:
+        down_rk = ranks[comm.members[down]]
+        if down_rk.node != rk.node:
+            for ch in range(channels):
+                yield (
+                    f"{h}Channel {ch:02d}/0 : {down}[{down_rk.local}] -> {me}[{dev}] [receive] "
+                    f"via {_net(job, rk, ch)}\n"
+                )
+
+
+def _net_lines(job: BigJob, rk: _Rank) -> list[str]:
+    """What each init prints of the network it uses (L03: before every ``Init START``)."""
+    name = "Socket" if rk.node in job.no_ib else "IB"
+    return [
+        f"{rk.head}Using non-device net plugin version 0\n",
+        f"{rk.head}Using network {name}\n",
+        f"{rk.head}DMA-BUF is available on GPU device {rk.local}\n",
+    ]
 
 
 def _net(job: BigJob, rk: _Rank, ch: int) -> str:
@@ -226,18 +289,11 @@ def _preamble(job: BigJob, rk: _Rank) -> list[str]:
         lines += [
             f"{h}NET/IB : No device found.\n",
             f"{h}NET/Socket : Using [0]eth0:{rk.ip}<0>\n",
-            f"{h}Using non-device net plugin version 0\n",
-            f"{h}Using network Socket\n",
         ]
     else:
         hcas = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(GPUS_PER_NODE))
-        lines += [
-            f"{h}NET/IB : Using {hcas} [RO]; OOB eth0:{rk.ip}<0>\n",
-            f"{h}Using non-device net plugin version 0\n",
-            f"{h}Using network IB\n",
-        ]
-    lines.append(f"{h}DMA-BUF is available on GPU device {rk.local}\n")
-    return lines
+        lines.append(f"{h}NET/IB : Using {hcas} [RO]; OOB eth0:{rk.ip}<0>\n")
+    return lines + _net_lines(job, rk)
 
 
 def _interleave(per_rank: list[list[str]]) -> Iterator[str]:

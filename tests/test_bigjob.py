@@ -7,6 +7,7 @@ benchmark's.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from ncclscope.report.topo_mermaid import (
     render_hosts_mermaid,
 )
 from ncclscope.rules.base import Category, Evidence, Finding, Severity
-from tests.helpers import bigjob
+from tests.helpers import REAL, bigjob
 
 NODES = 16
 
@@ -267,3 +268,89 @@ def test_slow_host_is_one_finding(tmp_path: Path) -> None:
     assert len(waiting) == NODES - 1 and "node-0006" not in waiting
     assert [f.rule for f in result.findings] == ["HANG004"]
     assert "(node-0006)" in result.findings[0].message
+
+
+# -- per-rank wording and volume against a real 2.21.5 rank ------------------------------------
+
+#: the one process of the corpus's NCCL 2.21.5 job whose lines Ray did not fold: L03's leader
+#: (fixtures/real/long/L03-vllm-ray-2node-ib-gdrdma-2.21.yaml), rank 0 of a TP group of 8 on
+#: one node and of a pipeline pair across the two nodes, each created twice (vLLM's own, then
+#: torch's with a config)
+L03_LEADER = "deepseek-v2-5-0:5969:"
+_HEAD = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL INFO ")
+
+
+def _shape(message: str) -> str:
+    """A message with its numbers (ranks, devices, pointers, ids, a tree's -1) folded: the
+    wording."""
+    return re.sub(r"-?(0x[0-9a-f]+|[0-9a-f]*\d[0-9a-f]*)", "N", message)
+
+
+def _blocks(messages: list[str]) -> tuple[list[str], list[list[str]]]:
+    """The preamble (up to the first init's net lines) and each init, from its ``Comm config``
+    or net lines to its ``Init COMPLETE``."""
+    starts = [i for i, m in enumerate(messages) if m.endswith("- Init START")]
+    cuts = []
+    for s in starts:
+        c = s
+        while c > 0 and messages[c - 1].startswith(
+            ("Using non-device", "Using network", "DMA-BUF", "Comm config")
+        ):
+            c -= 1
+        cuts.append(c)
+    ends = [i + 1 for i, m in enumerate(messages) if m.endswith("- Init COMPLETE")]
+    return messages[: cuts[0]], [messages[c:e] for c, e in zip(cuts, ends, strict=True)]
+
+
+def _real_leader() -> list[str]:
+    log = REAL / "long" / "L03-vllm-ray-2node-ib-gdrdma-2.21.log"
+    out = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if line.startswith(L03_LEADER):
+            message = _HEAD.sub("", line)
+            # the deployment's own settings (NCCL_IB_DISABLE, NCCL_CUMEM_ENABLE, …) are not
+            # the job's shape
+            if " set by environment to " not in message:
+                out.append(message)
+    return out
+
+
+def _generated_rank(rank: int) -> list[str]:
+    gen = bigjob()
+    job = gen.BigJob(2)
+    head = f"{job.host(rank // 8)}:"
+    lines = [x.rstrip("\n") for x in gen.lines(job)]
+    pid = next(x for x in lines if x.startswith(head) and f" [{rank % 8}] " in x).split(":")[1]
+    return [
+        _HEAD.sub("", x) for x in lines if x.startswith(f"{head}{pid}:") and "NCCL version" not in x
+    ]
+
+
+def test_a_generated_rank_prints_what_a_real_2_21_rank_prints() -> None:
+    real_pre, real_inits = _blocks(_real_leader())
+    pre, inits = _blocks(_generated_rank(0))
+    world, tp, dp = inits
+    # the torch-made TP group of 8 and the pair across two nodes, line for line
+    assert [_shape(m) for m in tp] == [_shape(m) for m in real_inits[2]]
+    assert [_shape(m) for m in dp] == [_shape(m) for m in real_inits[3]]
+    assert [_shape(m) for m in pre] == [_shape(m) for m in real_pre]
+    # the first init of a process loads the tuner, as the leader's first did
+    assert [m for m in world if m.startswith("TUNER/")] == [
+        m for m in real_inits[0] if m.startswith("TUNER/")
+    ]
+
+
+def test_bytes_per_rank_are_a_real_ranks() -> None:
+    """Bytes of NCCL messages per rank, against the leader's: its preamble, a TP-of-8 init and
+    a cross-node pair's init (the leader's third and fourth inits: torch's, with a config),
+    and the tree connections every rank past a group's first prints."""
+    real_pre, real_inits = _blocks(_real_leader())
+    size = sum(len(m) + 1 for m in real_pre + real_inits[2] + real_inits[3])
+    pre, (_, tp, dp) = _blocks(_generated_rank(0))
+    mine = sum(len(m) + 1 for m in pre + tp + dp)
+    assert 0.95 * size <= mine <= 1.05 * size
+    # ranks past 0 of a group also connect their tree upwards (L01, L04, L06 print these
+    # between "Connected all rings" and "Connected all trees")
+    _, (_, tp3, _) = _blocks(_generated_rank(3))
+    between = tp3[tp3.index("Connected all rings") + 1 : tp3.index("Connected all trees")]
+    assert between == [f"Channel {c:02d}/0 : 3[3] -> 2[2] via P2P/IPC/read" for c in range(24)]

@@ -9,12 +9,16 @@ and L06 (2.10.3) do not."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
 import tarfile
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
@@ -22,7 +26,15 @@ import ncclscope
 from ncclscope.cli import main
 from ncclscope.export import bulk
 from ncclscope.export.identify import candidate_lines, identities, scan
-from ncclscope.model.grouping import Basis, CommSeen, Identity, group, identity_of
+from ncclscope.model.grouping import (
+    Basis,
+    CommSeen,
+    Identity,
+    group,
+    identity_from_json,
+    identity_of,
+    identity_to_json,
+)
 from ncclscope.parse.parser import LineParser, parse_path
 from tests.helpers import REAL, real_logs, split_by_process
 
@@ -370,3 +382,239 @@ def test_a_rerun_reuses_the_recorded_identities_and_parses_nothing(
     changed.write_bytes(changed.read_bytes() + b"one more line\n")
     rescanned = bulk.scan_inputs(files, 1, priors)
     assert rescanned[0] is not priors[files[0]] and rescanned[0].units[0].lines
+
+
+# -- timestamps, launcher rank prefixes, the bootstrap root (issue #19) ------------------------
+
+EKS = "nccl-tests-efa-16-worker"  # L04: an MPIJob on EKS, pods named by role, pids 25-39
+
+
+def _stamped(paths: list[Path], start: datetime) -> None:
+    """The files as ``kubectl logs --timestamps`` gives them: each line, verbatim, after the
+    RFC 3339 time (nanoseconds, UTC) the runtime received it; lines 20 ms apart."""
+    for path in paths:
+        lines = path.read_bytes().splitlines(keepends=True)
+        path.write_bytes(
+            b"".join(
+                (start + timedelta(milliseconds=20 * n))
+                .strftime("%Y-%m-%dT%H:%M:%S.%f000Z ")
+                .encode()
+                + line
+                for n, line in enumerate(lines)
+            )
+        )
+
+
+def _two_runs(folder: Path) -> list[list[Path]]:
+    """Two runs of L04's MPIJob split per rank into one folder. Pods of a rerun get the same
+    names and, in fresh containers, the same pids: nothing in the NCCL lines tells the runs
+    apart."""
+    return [split_by_process(L04, folder, f"run{run}-rank-{{rank}}.log") for run in (1, 2)]
+
+
+def test_reruns_with_the_same_pods_and_pids_are_told_apart_by_time_stamps(
+    tmp_path: Path,
+) -> None:
+    runs = _two_runs(tmp_path / "same")
+    # without stamps the reruns share every host:pid and read as one job
+    (mixed,) = _plans(tmp_path / "same")
+    assert len(mixed.inputs) == 32
+    runs = _two_runs(tmp_path / "stamped")
+    _stamped(runs[0], datetime(2026, 3, 1, 10, 0))
+    _stamped(runs[1], datetime(2026, 3, 1, 11, 30))
+    plans = _plans(tmp_path / "stamped")
+    assert sorted(sorted(Path(i.path).name for i in p.inputs) for p in plans) == sorted(
+        sorted(p.name for p in run) for run in runs
+    )
+    assert {p.basis for p in plans} == {Basis.RANKS_IN_FOLDER.value}
+    (first,) = [p for p in plans if any(i.path.endswith("run1-rank-0.log") for i in p.inputs)]
+    stamps = "time stamps 2026-03-01 10:00:00+00:00 to 2026-03-01 10:00:01+00:00"
+    assert f"{stamps}: one of 2 runs in its folder more than 60 s apart" in first.evidence
+    assert any("launcher rank prefixes 0-15, none twice" in e for e in first.evidence)
+    # the ids come from the inputs, whatever order they are listed in
+    files = bulk.expand([str(tmp_path / "stamped")])
+    again = bulk.plan_jobs(list(reversed(files)), bulk.Grouping())
+    assert sorted(p.job_id for p in again) == sorted(p.job_id for p in plans)
+
+
+def test_a_time_stamped_identity_scans_as_it_parses(tmp_path: Path, parser: LineParser) -> None:
+    (path, *_) = split_by_process(L04, tmp_path, "rank-{rank}.log")
+    _stamped([path], datetime(2026, 3, 1, 10, 0))
+    parsed = identity_of(str(path), str(tmp_path), parse_path(path, parser=parser))
+    (scanned,) = identities([scan(str(path), False)], lambda: parser)
+    assert scanned == parsed
+    # 2.9 prints one Init line per communicator, its 76th line here: 20 ms apart
+    assert parsed.span == ("2026-03-01T10:00:01.500000+00:00",) * 2
+    assert parsed.launcher_ranks == {("", 0)}
+    # CloudWatch stamps every line of 224, but none is an Init line: no time to compare
+    cloudwatch = REAL / "224-sagemaker-cloudwatch-ofi-init-failed-mixed-ranks.log"
+    assert identity_of(str(cloudwatch), "d", parse_path(cloudwatch, parser=parser)).span is None
+
+
+def test_diagnose_reports_stamped_reruns_as_two_jobs(tmp_path: Path) -> None:
+    runs = _two_runs(tmp_path / "stamped")
+    _stamped(runs[0], datetime(2026, 3, 1, 10, 0))
+    _stamped(runs[1], datetime(2026, 3, 1, 11, 30))
+    files = sorted(str(p) for run in runs for p in run)
+    result = CliRunner().invoke(
+        main, ["diagnose", *files, "--format", "json", "--fail-on", "never"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "are 2 jobs" in result.stderr
+    jobs = json.loads(result.stdout)["jobs"]
+    assert sorted(len(j["inputs"]) for j in jobs) == [16, 16]
+    assert all(any("one of 2 runs" in e for e in j["evidence"]) for j in jobs)
+
+
+def test_stamps_far_apart_keep_a_shared_communicator_apart() -> None:
+    def at(name: str, rank: int, hour: int) -> Identity:
+        base = ident(name, comms=(("0x7", 2, (rank,)),), procs=(("h", rank + 10 * hour),))
+        stamp = f"2026-03-01T{hour:02d}:00:00+00:00"
+        return dataclasses.replace(base, span=(stamp, stamp.replace(":00:00+", ":00:30+")))
+
+    # a commId can repeat across jobs: stamps an hour apart are two runs
+    assert jobs_of(group([at("a0", 0, 10), at("b1", 1, 11)])) == [{"a0"}, {"b1"}]
+    # within the slack (clock skew, a collector's delay) they are one
+    late = dataclasses.replace(at("b1", 1, 10), span=("2026-03-01T10:01:20+00:00",) * 2)
+    assert jobs_of(group([at("a0", 0, 10), late])) == [{"a0", "b1"}]
+    # stamps with and without a zone are not compared
+    naive = dataclasses.replace(at("b1", 1, 11), span=("2026-03-01T11:00:00",) * 2)
+    assert jobs_of(group([at("a0", 0, 10), naive])) == [{"a0", "b1"}]
+
+
+def test_per_rank_files_without_init_lines_group_by_launcher_rank_prefixes(
+    tmp_path: Path,
+) -> None:
+    # 081: mpirun --tag-output lines of 4 ranks on 2 hosts, none an Init line
+    excerpt = REAL / "081-nccl-2.27-symmetric-memory-preview.log"
+    files = split_by_process(excerpt, tmp_path / "job", "rank-{rank}.log")
+    assert len(files) == 4
+    (plan,) = _plans(tmp_path / "job")
+    assert plan.basis == Basis.LAUNCHER_RANKS.value and len(plan.inputs) == 4
+    assert plan.evidence[0].startswith("launcher rank prefixes 0-3 fit together")
+    # 050 (Horovod, [1,0] and [1,1] on another host) beside them: ranks 0 and 1 twice
+    split_by_process(
+        REAL / "050-horovod-local-rank-zero-padded-lines.log", tmp_path / "job", "h-{rank}.log"
+    )
+    plans = _plans(tmp_path / "job")
+    assert all(len(p.inputs) == 1 for p in plans) and len(plans) == 6
+    claimed = [p for p in plans if any("appears in several inputs" in e for e in p.evidence)]
+    assert len(claimed) == 6
+
+
+def test_torchrun_local_ranks_clash_only_on_one_host() -> None:
+    a = dataclasses.replace(ident("n0"), processes=frozenset({("n0", 1)}))
+    b = dataclasses.replace(ident("n1"), processes=frozenset({("n1", 1)}))
+    a = dataclasses.replace(a, launcher_ranks=frozenset({("n0", 0)}))
+    b = dataclasses.replace(b, launcher_ranks=frozenset({("n1", 0)}))
+    (g,) = group([a, b])  # [default0]: on each node is one job's two local ranks 0
+    assert g.basis is Basis.LAUNCHER_RANKS
+    assert "n0:[default0], n1:[default0]" in g.evidence[0]
+
+
+def _root_line(path: Path, root: str) -> None:
+    """The file with the line NCCL prints when ``NCCL_COMM_ID`` is set (``NCCL_COMM_ID set by
+    environment to %s``, nccl-messages.tsv, 2.7.3+) put first, in the envelope of the process's
+    own first NCCL line: no corpus log was run with NCCL_COMM_ID set."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    head = next(x for x in lines if b" NCCL INFO " in x)
+    envelope = head[: head.index(b" NCCL INFO ") + len(b" NCCL INFO ")]
+    path.write_bytes(
+        envelope + f"NCCL_COMM_ID set by environment to {root}\n".encode() + b"".join(lines)
+    )
+
+
+def test_reruns_are_told_apart_by_their_bootstrap_root(tmp_path: Path) -> None:
+    runs = _two_runs(tmp_path / "roots")
+    for run, port in zip(runs, (29501, 29502), strict=True):
+        for path in run:
+            _root_line(path, f"10.0.92.140:{port}")
+    plans = _plans(tmp_path / "roots")
+    assert sorted(sorted(Path(i.path).name for i in p.inputs) for p in plans) == sorted(
+        sorted(p.name for p in run) for run in runs
+    )
+    assert {p.basis for p in plans} == {Basis.BOOTSTRAP_ROOT.value}
+    texts = sorted(" | ".join(p.evidence) for p in plans)
+    assert "share bootstrap root NCCL_COMM_ID=10.0.92.140:29501" in texts[0]
+    assert "share bootstrap root NCCL_COMM_ID=10.0.92.140:29502" in texts[1]
+
+
+def test_ranks_that_print_no_root_join_the_one_root_of_their_folder(tmp_path: Path) -> None:
+    # NCCL prints NCCL_COMM_ID when it picks its interface by the root's subnet: not every
+    # process need print it
+    files = split_by_process(L04, tmp_path / "one", "rank-{rank}.log")
+    _root_line(next(f for f in files if f.name == "rank-0.log"), "10.0.92.140:29501")
+    (plan,) = _plans(tmp_path / "one")
+    assert len(plan.inputs) == 16 and plan.basis == Basis.RANKS_IN_FOLDER.value
+    assert "bootstrap root NCCL_COMM_ID=10.0.92.140:29501" in plan.evidence
+
+
+def test_one_root_does_not_join_a_rank_claimed_twice() -> None:
+    a = dataclasses.replace(ident("a0", comms=((None, 2, (0,)),)), roots=frozenset({"r:1"}))
+    b = dataclasses.replace(ident("b0", comms=((None, 2, (0,)),)), roots=frozenset({"r:1"}))
+    c = dataclasses.replace(ident("a1", comms=((None, 2, (1,)),)), roots=frozenset({"r:1"}))
+    groups = group([a, b, c])
+    joined = [g for g in groups if len(g.inputs) == 2]
+    assert len(joined) == 1 and joined[0].basis is Basis.BOOTSTRAP_ROOT
+
+
+def test_the_new_evidence_survives_the_sources_table() -> None:
+    one = Identity(
+        "d/x",
+        "d",
+        (CommSeen(None, 2, frozenset({0})),),
+        frozenset({("h", 1)}),
+        frozenset({"2.9.9"}),
+        frozenset({("", 0), ("h", 3)}),
+        ("2026-03-01T10:00:00+00:00", "2026-03-01T10:00:05+00:00"),
+        frozenset({"10.0.0.1:29500"}),
+    )
+    assert identity_from_json("d/x", identity_to_json(one)) == one
+    # a dataset written before these were read: its inputs are read again
+    old = '{"folder":"d","comms":[],"processes":[],"versions":[]}'
+    assert identity_from_json("d/x", old) is None
+
+
+def test_a_dataset_of_an_older_ncclscope_is_regrouped_with_the_new_evidence(
+    tmp_path: Path,
+) -> None:
+    split_by_process(REAL / "081-nccl-2.27-symmetric-memory-preview.log", tmp_path / "job")
+    out = tmp_path / "ds"
+    files = bulk.expand([str(tmp_path / "job")])
+    # what an ncclscope that did not read launcher prefixes exported: one job per process
+    plans = [
+        bulk.JobPlan(f, p.inputs, Basis.PROCESS.value, p.evidence)
+        for f in files
+        for p in bulk.plan_jobs([f], bulk.Grouping())
+    ]
+    assert len(plans) == 4
+    bulk.run(plans, out, workers=1)
+    assert ncclscope.load(out).jobs.collect().height == 4
+    for path in (out / "sources").rglob("*.parquet"):
+        table = pq.read_table(path)
+        old = [
+            json.dumps(
+                {
+                    k: v
+                    for k, v in json.loads(x).items()
+                    if k in ("folder", "comms", "processes", "versions")
+                }
+            )
+            if x
+            else x
+            for x in table.column("identity").to_pylist()
+        ]
+        pq.write_table(
+            table.set_column(
+                table.schema.get_field_index("identity"), "identity", pa.array(old, pa.string())
+            ),
+            path,
+        )
+    assert bulk.prior_scans(out) == {}
+    runner = CliRunner()
+    again = runner.invoke(main, ["bulk", str(tmp_path / "job"), "-o", str(out), "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert "1 by launcher rank prefixes" in again.stdout
+    assert "4 job(s) of an earlier run grouped differently, removed" in again.stdout
+    jobs = ncclscope.load(out).jobs.collect()
+    assert jobs.height == 1 and jobs["basis"][0] == "launcher-ranks"

@@ -206,7 +206,8 @@ def prior_scans(out: Path | str | Folder) -> dict[str, Scan]:
     """What the dataset's ``sources`` recorded of each input path: its hash and its units'
     identities, for ``scan`` to reuse while the input is unchanged. A path with a unit that
     could not be read, or exported without identities (``--one-job``, an older ncclscope), has
-    none: it is scanned again."""
+    none: it is scanned again, as is a path whose identity an older ncclscope recorded with
+    less evidence than this one reads."""
     dest = fs.folder(out)
     arrow = dest.arrow
     columns = ["path", "member", "source", "input_sha256", "status", "identity"]
@@ -235,6 +236,9 @@ def prior_scans(out: Path | str | Folder) -> dict[str, Scan]:
                     bad.add(path)
                 continue  # an archive's own row (its damage notes) carries no identity
             identity = grouping_mod.identity_from_json(str(source), ident)
+            if identity is None:
+                bad.add(path)  # recorded by an older ncclscope: read it again
+                continue
             name = member if isinstance(member, str) else None
             units[path].append(Unit(str(source), identity.folder, name, (), identity))
     out_: dict[str, Scan] = {}
@@ -399,6 +403,8 @@ _BASIS_TEXT = {
     Basis.COMMUNICATOR: "by shared communicator",
     Basis.RANKS: "by ranks",
     Basis.RANKS_IN_FOLDER: "by ranks in a folder",
+    Basis.BOOTSTRAP_ROOT: "by bootstrap root (NCCL_COMM_ID)",
+    Basis.LAUNCHER_RANKS: "by launcher rank prefixes",
     Basis.PROCESS: "by process",
     Basis.UNDECIDED: "undecided, kept apart (see the jobs table)",
     Basis.PATTERN: "by --job-pattern",

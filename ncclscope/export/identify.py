@@ -33,9 +33,9 @@ from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, decompressing, members_of
 
 #: the lines an identity is made of (``rank N nranks M`` of CommInit, the version banner,
-#: warnings); ``[nranks=N]`` of the COLL lines does not match, so a collective-heavy log yields
+#: warnings, the bootstrap root ``NCCL_COMM_ID`` names); ``[nranks=N]`` of the COLL lines does not match, so a collective-heavy log yields
 #: only its init lines
-_KEYS = (b"nranks ", b"NCCL version ", b"NCCL WARN")
+_KEYS = (b"nranks ", b"NCCL version ", b"NCCL WARN", b"NCCL_COMM_ID set by")
 _INIT = re.compile(rb"rank \d+ nranks \d+")
 _CHUNK = 1 << 20
 #: candidate lines kept per input: an init storm of a long job repeats the same communicators

@@ -89,7 +89,9 @@ JOBS = Table(
             "why its inputs are one job: `communicator` (a shared commId), `ranks` (no commId and "
             "no other input to fit its ranks with: all ranks of its communicators, or all that "
             "were found), `ranks-in-folder` (ranks of one folder's inputs fit "
-            "together, NCCL < 2.16), `process` (one process), `undecided` (kept apart: nothing "
+            "together, NCCL < 2.16), `bootstrap-root` (one `NCCL_COMM_ID` root, no rank twice), "
+            "`launcher-ranks` (no `Init` line; launcher rank prefixes of one folder's inputs fit "
+            "together), `process` (one process), `undecided` (kept apart: nothing "
             "NCCL printed tells), `pattern` (`--job-pattern`), `folder` (`--one-job`), `one-job` "
             "(`export`)",
             False,
