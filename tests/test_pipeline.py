@@ -126,3 +126,29 @@ def test_the_pipeline_types_most_lines_as_columns(synthetic: dict[str, Path]) ->
         for _ in pipeline.parse_batches(batches, st.source, st, parser):
             pass
         assert len(parsed) < 0.2 * st.nccl_lines, (path.name, len(parsed), st.nccl_lines)
+
+
+def test_last_error_on_the_next_line_is_read_under_its_prefix() -> None:
+    """PyTorch quotes NCCL's last WARN on the line after ``Last error:`` (fixture 204): that
+    line is the error's text, but only under the same launcher prefix and when nothing else
+    reads it."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/real"
+    data = next(fixture.glob("204-*.log")).read_bytes()
+    got, stats = _records(data, "columnar")
+    quoted = [r for r in got if r["kind"] == "nccl_last_error" and r.get("last_error")]
+    assert [(r["line"], r["last_error"]) for r in quoted] == [
+        (7, "Bootstrap : no socket interface found")
+    ]
+    assert stats["lines"] == stats["typed"] + stats["unrecognized"] + stats["noise"]
+    near_misses = [
+        # another writer's line under another prefix
+        b"[rank0]: Last error:\n[rank1]: Bootstrap : no socket interface found\n",
+        # an NCCL line of its own comes next: it is read as what it is
+        b"[rank0]: Last error:\n[rank0]: h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n",
+        # nothing follows
+        b"[rank0]: Last error:\n",
+    ]
+    for text in near_misses:
+        got, _ = _records(text, "columnar")
+        assert not [r for r in got if r["kind"] == "nccl_last_error" and r.get("last_error")]
+        _same(text)

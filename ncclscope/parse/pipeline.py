@@ -34,6 +34,7 @@ from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record
+from ncclscope.model.records.foreign import NcclLastError
 from ncclscope.parse import match
 from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fields
 from ncclscope.parse.parser import LineParser, SourceStats
@@ -68,13 +69,55 @@ def parse_batches(
     they are accounted for exactly."""
     columnar = parser.engine != "lark"
     for batch in _batched(lines):
-        if not columnar:
-            records: list[Record] = []
+        frames: list[KindFrame] = []
+        if columnar:
+            records, frames = _columnar(batch, source, stats, parser, kinds)
+        else:
+            records = []
             for ln in _as_lines(batch):
                 records.extend(parser.parse_line(source, ln.number, ln.text, stats, ln.cut))
-            yield records, []
+        more = _last_error_lines(batch, records, stats)
+        if more:
+            records = sorted(records + more, key=_line_of)
+        yield records, frames
+
+
+def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -> list[Record]:
+    """NCCL's last error where PyTorch prints it on the line after ``Last error:``.
+
+    PyTorch's exception ends ``ncclInternalError: …`` / ``Last error:`` / the text of NCCL's
+    last WARN (ncclGetLastError), each line under the launcher's prefix (``[rank0]:``). With
+    NCCL_DEBUG unset that text is all a log says of the cause, and it has no NCCL header: read
+    alone it is noise. The line after a bare ``Last error:`` line, under the same prefix and
+    typed as nothing else, is that text. (A ``Last error:`` line that ends a batch is left as it
+    is: the batches are the same for every engine, so every engine reads the same.)"""
+    heads = [r for r in records if isinstance(r, NcclLastError) and r.last_error is None]
+    if not heads:
+        return []
+    typed = {r.line for r in records}
+    texts = _texts_by_line(batch)
+    out: list[Record] = []
+    for head in heads:
+        after = texts.get(head.line + 1)
+        at = head.text.find("Last error:")
+        if after is None or at < 0 or head.line + 1 in typed:
             continue
-        yield _columnar(batch, source, stats, parser, kinds)
+        lead = head.text[:at]
+        rest = after[len(lead) :].strip() if after.startswith(lead) else ""
+        if not rest or "Last error:" in rest:
+            continue
+        out.append(dataclasses.replace(head, line=head.line + 1, text=after, last_error=rest))
+        # the line was counted as noise when it was read alone
+        stats.noise -= 1
+        stats.typed += 1
+        stats.records += 1
+    return out
+
+
+def _texts_by_line(batch: Lines) -> dict[int, str]:
+    if isinstance(batch, TextBatch):
+        return {batch.first + i: text for i, text in enumerate(batch.texts)}
+    return {ln.number: ln.text for ln in batch}
 
 
 def batch_records(

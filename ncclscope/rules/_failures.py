@@ -229,10 +229,12 @@ _RESULT_CATEGORY = {
 }
 
 _FOREIGN = (WatchdogTimeout, NcclError, FrameworkError, NcclTestsFailure)
+#: NCCL's last WARN as a framework quotes it (``Last error:``): the cause's own words
+_QUOTED = (NcclLastError,)
 
 #: every kind an error is read from (:func:`_errors`): what a rule that looks at the job's errors
 #: declares it reads
-ERROR_KINDS: tuple[type[Record], ...] = (*_KIND_CATEGORY, *_FOREIGN)
+ERROR_KINDS: tuple[type[Record], ...] = (*_KIND_CATEGORY, *_FOREIGN, *_QUOTED)
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,9 @@ def _is_error(rec: Record) -> bool:
         return False
     if isinstance(rec, CallFailed) and rec.outcome is not None:
         return False
+    if isinstance(rec, NcclLastError):
+        # a bare "Last error:" line says nothing; the text is what NCCL warned about
+        return bool(rec.last_error)
     if isinstance(rec, IbAsyncEvent):
         return _async_is_error(rec)
     if isinstance(rec, IbCompletionError):
