@@ -13,7 +13,7 @@ from ncclscope.parse.pattern_types import (
     LarkOnly,
 )
 
-GRAMMAR_HASH = "0f347225e8273c0c"
+GRAMMAR_HASH = "e0e0a1d37485064c"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e2>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e3>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][\\w.-]*: )| *(?P<e6>\\d+: )| *(?P<e7>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e10>\\[(?:rank|default)\\d+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e12>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e13>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][\\w.-]*: )| *(?P<e16>\\d+: )| *(?P<e17>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e20>\\[(?:rank|default)\\d+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e22>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e23>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][\\w.-]*: )| *(?P<e26>\\d+: )| *(?P<e27>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e30>\\[(?:rank|default)\\d+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?(?:\\s*\\|)?)| *(?P<e32>\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:?\\d\\d)?)| *(?P<e33>\\[\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \\d]\\d \\d\\d:\\d\\d:\\d\\d))| *[A-Za-z0-9][\\w.-]* [\\w.\\/-]+\\[\\d+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][\\w.-]*: )| *(?P<e36>\\d+: )| *(?P<e37>\\(\\w+ pid=\\d+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[\\d+,\\d+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][\\w-]*\\|\\d+\\]:)| *(?P<e40>\\[(?:rank|default)\\d+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:\\d++:\\d++)(?: |$)(?: *(?P<e42>\\[\\d+\\]))?| *(?P<e43>\\[\\d+\\])))?(?:(?: *\\d++\\.\\d++  *(?P<e44>[^\\s\\[\\]]+:\\d+)|(?: *[A-Za-z_]\\w*)?? *(?P<e45>[^\\s\\[\\]]+:\\d+)(?: *(?P<e46>\\([\\w:~<>*, ]+\\)))?))? *$",
@@ -3223,29 +3223,6 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *Connected to proxy(?: *localRank *(?P<g1>\\d+)| *tpRank *(?P<g2>\\d+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
-        fields=(
-            FieldPattern(
-                name="local_rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="tp_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="connection_ptr",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Connected",),
-        alternative=2,
-    ),
-    KindPattern(
         kind="topo_error",
         pattern="^(?P<ok>) *(?:sched_getaffinity|sched_setaffinity) *failed with error: *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
@@ -4939,6 +4916,24 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:NET",),
     ),
     KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *resp\\.opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *matches expected opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="op_id",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="expected_op_id",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:resp",),
+        alternative=10,
+    ),
+    KindPattern(
         kind="plugin_loaded",
         pattern="^(?P<ok>) *P2P plugin *\\S(?:.*?\\S)??$",
         fields=(),
@@ -5071,24 +5066,6 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:TOPO",),
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *resp\\.opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *matches expected opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
-        fields=(
-            FieldPattern(
-                name="op_id",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="expected_op_id",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:resp",),
-        alternative=10,
-    ),
-    KindPattern(
         kind="tuning_table_row",
         pattern="^(?P<ok>) *Algorithm *\\|(?:(?: *[A-Za-z][A-Za-z0-9_]*)* *\\|)+$",
         fields=(),
@@ -5139,6 +5116,32 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:Connected",),
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>)(?: *Connection| *Connected) *to proxy(?: *localRank *(?P<g1>\\d+)| *tpRank *(?P<g2>\\d+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="local_rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="tp_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="connection_ptr",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Connected",
+            "w:Connection",
+        ),
+        alternative=2,
     ),
     KindPattern(
         kind="bootstrap_oob_net",
@@ -7481,6 +7484,36 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:CC",),
+    ),
+    KindPattern(
+        kind="topo_route",
+        pattern="^(?P<ok>)(?:(?P<g1>(?: *--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)+))? *\\((?: *(?P<g2>-?\\d+\\.\\d+(?:e[+-]?\\d+)?)| *(?P<g3>\\d+)) *\\)$",
+        fields=(
+            FieldPattern(
+                name="links",
+                groups=("g1",),
+                convert="text",
+                items=(
+                    "(--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",
+                ),
+            ),
+            FieldPattern(
+                name="bw",
+                groups=(
+                    "g2",
+                    "g3",
+                ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+        ),
+        leads=(
+            "c:(",
+            "r:--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?",
+        ),
     ),
     KindPattern(
         kind="proxy_error",
