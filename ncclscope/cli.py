@@ -270,10 +270,11 @@ def diagnose(
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
-    PATH: one file per rank, one file with all ranks, an excerpt, `-` for stdin, or a job
-    directory. Trace artifacts beside the logs (topology/graph XML, nccl-tests JSON, NCCL
-    Inspector, the profiler plugin's trace, RAS, PyTorch Flight Recorder) are recognised by
-    content and read into the same model. Inputs that NCCL's lines say are several jobs
+    PATH: one file per rank, one file with all ranks, an excerpt, `-` for stdin, a job
+    directory or a tar/zip archive of one (recognised by content, read as a stream). Trace
+    artifacts beside the logs (topology/graph XML, nccl-tests JSON, NCCL Inspector, the
+    profiler plugin's trace, RAS, PyTorch Flight Recorder), plain or compressed, in a directory,
+    an archive or on stdin, are recognised by content and read into the same model. Inputs that NCCL's lines say are several jobs
     (different communicators, versions, rank sets) are reported job by job
     (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
     """
