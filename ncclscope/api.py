@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ncclscope.model.grouping import JobGroup
     from ncclscope.model.job import Job
     from ncclscope.parse.stream import Progress
+    from ncclscope.traces.inputs import Input
 
 
 @dataclass
@@ -31,15 +32,29 @@ class ParseRun:
     limits: Limits = DEFAULT_LIMITS
 
     def records(self) -> Iterator[Record]:
+        """Every input's records in input order: logs, archive members and trace artifacts."""
+        from ncclscope.traces.inputs import LogFile, input_records
+
         parser = LineParser(limits=self.limits)
-        for path in self.paths:
-            st = SourceStats(path)
-            self.stats.append(st)
-            yield from parse_path(path, stats=st, parser=parser, limits=self.limits)
+        for item in self.inputs():
+            if isinstance(item, LogFile):
+                st = SourceStats(item.path)
+                self.stats.append(st)
+                yield from parse_path(item.path, stats=st, parser=parser, limits=self.limits)
+            else:
+                yield from input_records(item, self.stats, parser)
+
+    def inputs(self) -> Iterator[Input]:
+        """The inputs as what they are (ncclscope.traces.inputs): a directory walked, an
+        archive opened, each file or member a log or a trace artifact by its content."""
+        from ncclscope.traces.inputs import iter_inputs
+
+        return iter_inputs(self.paths, self.limits)
 
 
 def parse(paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMITS) -> ParseRun:
-    """Parse log files (any compression; ``-`` for stdin) into records, streamed."""
+    """Parse inputs (any compression; directories, tar/zip archives, ``-`` for stdin) into
+    records, streamed: log lines and trace artifacts' records alike."""
     return ParseRun([os.fspath(p) for p in paths], limits=limits)
 
 

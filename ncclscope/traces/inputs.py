@@ -20,7 +20,7 @@ from ncclscope.model.records.base import Record
 from ncclscope.parse.frames import KindFrame
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.pipeline import BATCH_LINES, parse_batches
+from ncclscope.parse.pipeline import BATCH_LINES, batch_records, parse_batches
 from ncclscope.parse.reader import READ_ERRORS, Damage, archive_format, iter_batches, iter_members
 from ncclscope.traces import (
     TraceRead,
@@ -148,3 +148,26 @@ def member_batches(
     and frames at a time."""
     lines = iter_batches(member.stream, member.source, stats.damaged, limits, BATCH_LINES)
     yield from parse_batches(lines, member.source, stats, parser)
+
+
+def member_records(
+    member: LogMember, stats: SourceStats, parser: LineParser, limits: Limits = DEFAULT_LIMITS
+) -> Iterator[Record]:
+    """A log member's records, every one built, in line order (``parse_path`` of a stream)."""
+    lines = iter_batches(member.stream, member.source, stats.damaged, limits, BATCH_LINES)
+    yield from batch_records(lines, member.source, stats, parser)
+
+
+def input_records(
+    item: Input, stats_out: list[SourceStats], parser: LineParser
+) -> Iterator[Record]:
+    """The records of an input that is not a log file: a log member's, an artifact's (none for
+    one refused), none for an archive's notes; its accounting goes to ``stats_out`` first."""
+    if isinstance(item, LogFile):
+        raise TypeError("a log file is read by parse_path or the pipeline")
+    st = item.stats()
+    stats_out.append(st)
+    if isinstance(item, LogMember):
+        yield from member_records(item, st, parser, parser.limits)
+    elif isinstance(item, Artifact) and item.read is not None:
+        yield from item.read.records
