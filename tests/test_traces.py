@@ -505,3 +505,49 @@ def test_an_artifact_piped_on_stdin_is_recognised() -> None:
     doc = json.loads(run.stdout)
     assert doc["sources"][0]["artifact"] == "topo-xml"
     assert [f["rule"] for f in doc["findings"]] == ["TOPO101"]
+
+
+def test_ras_text_detail_lines_of_every_shape_nccl_prints(tmp_path: Path) -> None:
+    """The rank and error lines of RAS's text report in the shapes NCCL's client_support.cc
+    prints them (2.26+): a GPU numbered differently by CUDA and NVML, a rank with no operation, a
+    rank whose process is not found, an error most ranks share; an indented line of an unknown
+    shape is kept as unrecognised, not dropped as noise."""
+    report = tmp_path / "ras.txt"
+    report.write_text(
+        "Communicators... (0.00s)\n=============\n\n"
+        "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+        "    #  in group  per comm  per node  per comm  in group\n"
+        "    0         1         2         4         8         8   RUNNING  MISMATCH,ERROR\n\n"
+        "Errors\n======\n\n"
+        "#0-0 (78db921d1c117b4a) ERROR\n"
+        "  3 ranks reported unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
+        "  Rank 1 -- GPU 1 (NVML 3) managed by process 4101 on node 10.0.0.1\n"
+        "  Rank 5 reported remote process exited or there was a network error -- "
+        "GPU 1 managed by process 4105 on node 10.0.0.2\n\n"
+        "Warnings\n========\n\n"
+        "#0-0 (78db921d1c117b4a) MISMATCH\n"
+        "  Communicator ranks have different AllReduce operation counts\n"
+        "  6 ranks have launched up to operation 64\n"
+        "  Rank 7 has launched up to operation 60 -- GPU 3 managed by process 4107 on node node1\n"
+        "  Rank 4 has not launched any operations -- [process information not found]\n"
+        "  Rank 2 has launched up to operation 27890 -- GPU 0, process 284, node 10.0.0.1\n"
+    )
+    read = read_trace(str(report), ArtifactKind.RAS_TEXT)
+    issues = [r for r in read.records if isinstance(r, RasIssue)]
+    got = {(r.what, r.rank): (r.gpu, r.process, r.op_count, r.how_many, r.detail) for r in issues}
+    assert got[("reported", None)] == (
+        None,
+        None,
+        None,
+        3,
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+    )
+    assert got[("rank", 1)] == ("1 (NVML 3)", 4101, None, None, None)
+    assert got[("rank", 5)][3:] == (None, "remote process exited or there was a network error")
+    assert got[("rank", 7)][:3] == ("3", 4107, 60)
+    assert got[("rank", 4)] == (None, None, 0, None, None)
+    [odd] = [r for r in read.records if isinstance(r, Unrecognized)]
+    assert "process 284, node" in odd.text
+    d = api.diagnose([str(report)], select=["RAS102"])
+    [gap] = d.findings
+    assert "rank(s) 4 launched up to operation 0 while others reached 64" in gap.message
