@@ -46,8 +46,9 @@ def sniff_path(path: str, limits: Limits = DEFAULT_LIMITS) -> ArtifactKind | Non
         peek = getattr(stdin, "peek", None)
         return sniff(peek_decompressed(bytes(peek(SNIFF_BYTES)))) if peek is not None else None
     with open_input(path, limits) as stream:
-        head = stream.read(SNIFF_BYTES)
-    return sniff(head)
+        # a file cut inside its head (a truncated .gz) is sniffed on what came before the cut
+        kind, _ = sniff_stream(stream)
+    return kind
 
 
 def peek_decompressed(head: bytes) -> bytes:
