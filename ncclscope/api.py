@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ncclscope.model.grouping import JobGroup
     from ncclscope.model.job import Job
     from ncclscope.parse.stream import Progress
-    from ncclscope.traces.sniff import ArtifactKind
+    from ncclscope.traces.inputs import Input
 
 
 @dataclass
@@ -32,15 +32,29 @@ class ParseRun:
     limits: Limits = DEFAULT_LIMITS
 
     def records(self) -> Iterator[Record]:
+        """Every input's records in input order: logs, archive members and trace artifacts."""
+        from ncclscope.traces.inputs import LogFile, input_records
+
         parser = LineParser(limits=self.limits)
-        for path in self.paths:
-            st = SourceStats(path)
-            self.stats.append(st)
-            yield from parse_path(path, stats=st, parser=parser, limits=self.limits)
+        for item in self.inputs():
+            if isinstance(item, LogFile):
+                st = SourceStats(item.path)
+                self.stats.append(st)
+                yield from parse_path(item.path, stats=st, parser=parser, limits=self.limits)
+            else:
+                yield from input_records(item, self.stats, parser)
+
+    def inputs(self) -> Iterator[Input]:
+        """The inputs as what they are (ncclscope.traces.inputs): a directory walked, an
+        archive opened, each file or member a log or a trace artifact by its content."""
+        from ncclscope.traces.inputs import iter_inputs
+
+        return iter_inputs(self.paths, self.limits)
 
 
 def parse(paths: Iterable[str | os.PathLike[str]], limits: Limits = DEFAULT_LIMITS) -> ParseRun:
-    """Parse log files (any compression; ``-`` for stdin) into records, streamed."""
+    """Parse inputs (any compression; directories, tar/zip archives, ``-`` for stdin) into
+    records, streamed: log lines and trace artifacts' records alike."""
     return ParseRun([os.fspath(p) for p in paths], limits=limits)
 
 
@@ -50,38 +64,40 @@ def build(
     progress: Progress | None = None,
 ) -> tuple[Job, list[SourceStats]]:
     """Parse inputs and group their records into one job model (streamed); ``progress`` is
-    told after each batch how far its input has been read. Directories are read whole; each
-    file is a log or a trace artifact (topology/graph XML, Inspector, RAS, Flight Recorder …,
-    ncclscope.traces) by its content, and both join the one model."""
+    told after each batch how far its input has been read. Directories and tar/zip archives are
+    read whole; each file or member (and stdin) is a log or a trace artifact (topology/graph
+    XML, Inspector, RAS, Flight Recorder …, ncclscope.traces) by its content, and both join the
+    one model (ncclscope.traces.inputs)."""
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
+    from ncclscope.parse.frames import bulk_of
     from ncclscope.parse.stream import batch_paths
-    from ncclscope.traces import TraceRefused, expand_inputs, read_trace, sniff_path, trace_stats
+    from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, member_batches
 
-    logs: list[str] = []
-    traces: list[tuple[str, ArtifactKind]] = []
-    for path in expand_inputs([os.fspath(p) for p in paths]):
-        kind = sniff_path(path, limits)
-        if kind is None:
-            logs.append(path)
-        else:
-            traces.append((path, kind))
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats: list[SourceStats] = []
-    for records, bulks, _tables in batch_paths(logs, limits, stats, progress=progress):
-        builder.add_batch(records, bulks)
-    for path, kind in traces:
-        try:
-            read = read_trace(path, kind, input_limits=limits)
-        except TraceRefused as exc:
-            # one unreadable artifact is reported, and the rest of the job is still read
-            refused = SourceStats(path)
-            refused.artifact = kind.value
-            refused.error = str(exc)
-            stats.append(refused)
-            continue
-        for rec in read.records:
+    parser = LineParser(limits=limits)
+    # trace records join after every log's, as when the traces were files beside the logs
+    artifacts: list[Artifact] = []
+    for item in iter_inputs([os.fspath(p) for p in paths], limits):
+        if isinstance(item, LogFile):
+            for records, bulks, _tables in batch_paths(
+                [item.path], limits, stats, progress=progress
+            ):
+                builder.add_batch(records, bulks)
+        elif isinstance(item, LogMember):
+            st = item.stats()
+            stats.append(st)
+            for records, frames in member_batches(item, st, parser, limits):
+                builder.add_batch(records, [bulk_of(f, item.source) for f in frames])
+        elif isinstance(item, Artifact):
+            artifacts.append(item)
+        else:
+            stats.append(item.stats())
+    for art in artifacts:
+        # one unreadable artifact is reported, and the rest of the job is still read
+        for rec in art.read.records if art.read is not None else ():
             builder.add(rec)
-        stats.append(trace_stats(read))
+        stats.append(art.stats())
     return builder.finish(), stats
 
 
@@ -144,6 +160,11 @@ def group_paths(paths: Iterable[str | os.PathLike[str]], one_job: bool = False) 
     if not all(os.path.isfile(name) for name in names):
         # parsing them says what is wrong (or reads a directory whole), as it always did
         return [single(names[0], names, Basis.ONE_JOB, "an input is not a file")]
+    from ncclscope.parse.reader import archive_format
+
+    if any(archive_format(name) is not None for name in names):
+        # diagnose takes paths, not members: an archive is read whole, with the rest
+        return [single(names[0], names, Basis.ONE_JOB, "an archive is read whole")]
     # Trace artifacts print no NCCL line to group by: they go with the logs' job when the logs
     # are one job, and stand as a job of their own beside several.
     from ncclscope.traces import sniff_path

@@ -108,9 +108,12 @@ def parse(
     stats: bool,
     with_text: bool,
 ) -> None:
-    """Parse NCCL log lines into typed records.
+    """Parse NCCL log lines (and trace artifacts) into typed records.
 
-    PATH may be plain or compressed (.gz .zst .xz .bz2, recognised by content); `-` reads stdin.
+    PATH may be plain or compressed (.gz .zst .xz .bz2, recognised by content), a directory or a
+    tar/zip archive; `-` reads stdin. A trace artifact (topology/graph XML, nccl-tests JSON,
+    Inspector, profiler trace, RAS, Flight Recorder) gives its records too, each with its kind
+    (`ncclscope kinds`) and the `artifact` it came from.
     """
     from ncclscope import api
     from ncclscope.model.records import KINDS
@@ -122,23 +125,33 @@ def parse(
     run = api.parse(paths)
     wanted = set(kinds)
     if stats or fmt == "jsonl":
+        from ncclscope.parse.parser import LineParser
         from ncclscope.parse.stream import jsonl_paths
         from ncclscope.report.progress import ReadProgress
         from ncclscope.report.progress import wanted as watched
+        from ncclscope.traces.inputs import LogFile, input_records
 
         try:
             # only --stats as a table is for reading; jsonl is for programs
             with ReadProgress("parse") as bar:
-                for chunk in jsonl_paths(
-                    run.paths,
-                    wanted,
-                    with_text,
-                    run.limits,
-                    run.stats,
-                    records=not stats,
-                    progress=bar if watched(stats and fmt == "table") else None,
-                ):
-                    sys.stdout.write(chunk)
+                parser = LineParser(limits=run.limits)
+                for item in run.inputs():
+                    if not isinstance(item, LogFile):
+                        # archive members and trace artifacts: their records one by one
+                        for rec in input_records(item, run.stats, parser):
+                            if not stats and (not wanted or rec.KIND in wanted):
+                                sys.stdout.write(jsonl_line(record_to_dict(rec, with_text)) + "\n")
+                        continue
+                    for chunk in jsonl_paths(
+                        [item.path],
+                        wanted,
+                        with_text,
+                        run.limits,
+                        run.stats,
+                        records=not stats,
+                        progress=bar if watched(stats and fmt == "table") else None,
+                    ):
+                        sys.stdout.write(chunk)
             if stats:
                 _print_stats(run.stats, as_json=fmt == "jsonl")
         finally:
@@ -169,6 +182,9 @@ def _print_damage(stats: list[Any]) -> None:
     from ncclscope.report.safe import neutralise
 
     for st in stats:
+        if st.error is not None:
+            # a refused trace artifact: the others are read, so this is a note, not a failure
+            click.echo(f"ncclscope: note: not read: {neutralise(st.error)}", err=True)
         for sentence in st.damaged.summary():
             line = f"ncclscope: note: {neutralise(st.source)}: {neutralise(sentence)}"
             click.echo(line, err=True)
@@ -198,6 +214,8 @@ def _print_stats(stats: list[Any], as_json: bool) -> None:
                         "noise": st.noise,
                         "spliced": st.spliced,
                         "records": st.records,
+                        "artifact": st.artifact,
+                        "error": st.error,
                         "damaged": st.damaged.as_dict(),
                         "top_unrecognized": [{"shape": s, "count": n} for s, n in st.top_shapes()],
                     }
@@ -270,10 +288,11 @@ def diagnose(
 ) -> None:
     """Say what NCCL built and what went wrong, with evidence lines and remediation.
 
-    PATH: one file per rank, one file with all ranks, an excerpt, `-` for stdin, or a job
-    directory. Trace artifacts beside the logs (topology/graph XML, nccl-tests JSON, NCCL
-    Inspector, the profiler plugin's trace, RAS, PyTorch Flight Recorder) are recognised by
-    content and read into the same model. Inputs that NCCL's lines say are several jobs
+    PATH: one file per rank, one file with all ranks, an excerpt, `-` for stdin, a job
+    directory or a tar/zip archive of one (recognised by content, read as a stream). Trace
+    artifacts beside the logs (topology/graph XML, nccl-tests JSON, NCCL Inspector, the
+    profiler plugin's trace, RAS, PyTorch Flight Recorder), plain or compressed, in a directory,
+    an archive or on stdin, are recognised by content and read into the same model. Inputs that NCCL's lines say are several jobs
     (different communicators, versions, rank sets) are reported job by job
     (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
     """

@@ -39,14 +39,21 @@ def records_golden(log: Path) -> str:
 
 def traces_golden(sample: Path) -> str:
     """What ncclscope reads from one trace fixture: its kind and version, then every record
-    (envelope and fields, as the jsonl contract writes them); a log sample says only that."""
+    (envelope and fields, as the jsonl contract writes them); a log sample (an INFO log or
+    nccl-tests output beside the traces) says so, then its records as the line parser reads them."""
     from ncclscope.model.records.serialize import record_to_dict
+    from ncclscope.parse.parser import parse_path
     from ncclscope.traces import read_trace, sniff_path
 
     source = str(sample.relative_to(ROOT))
     kind = sniff_path(str(sample))
     if kind is None:
-        return json.dumps({"artifact": None, "read_as": "log"}) + "\n"
+        logged = [json.dumps({"artifact": None, "read_as": "log"})]
+        logged += [
+            json.dumps(record_to_dict(rec), ensure_ascii=False)
+            for rec in parse_path(sample, source=source)
+        ]
+        return "\n".join(logged) + "\n"
     read = read_trace(str(sample), kind, source=source)
     head = {"artifact": kind.value, "version": read.version, "lines": read.lines}
     head["notes"] = read.notes

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ncclscope.cli import main
-from tests.helpers import REAL
+from tests.helpers import GOLDEN, REAL
 
 EXAMPLE = REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log"
 HEALTHY = REAL / "059-vllm-multiproc-worker-prefix.log"
@@ -119,3 +119,68 @@ def test_rules_and_explain() -> None:
     assert code == 0 and "## What it detects" in out
     code, _, _ = run("explain", "XYZ")
     assert code == 2
+
+
+TRACES = REAL.parent / "traces"
+GRAPH = TRACES / "graph_dump" / "panlichen_8x_rtx3090_graph.xml"
+
+
+def test_parse_emits_trace_records_as_the_goldens_hold_them() -> None:
+    code, out, _ = run("parse", str(GRAPH))
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    held = (GOLDEN / "traces/traces__graph_dump__panlichen_8x_rtx3090_graph.xml.jsonl").read_text()
+    expected = [json.loads(line) for line in held.splitlines()[1:]]
+
+    def strip_source(found: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in row.items() if k != "source"} for row in found]
+
+    assert strip_source(rows) == strip_source(expected)
+    assert {r["kind"] for r in rows} == {"graph_xml_graph", "graph_xml_channel"}
+    assert {r["artifact"] for r in rows} == {"graph-xml"}
+    code, out, _ = run("parse", "--kind", "graph_xml_channel", "--with-text", str(GRAPH))
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["kind"] for r in rows] == ["graph_xml_channel"] * 2
+    assert rows[0]["text"].lstrip().startswith("<channel")
+
+
+def test_parse_stats_count_trace_records_and_name_a_refused_one(tmp_path: Path) -> None:
+    cut = tmp_path / "cut.xml"
+    cut.write_text('<system version="1"><cpu numaid="0">')
+    code, out, err = run("parse", "--stats", str(GRAPH), str(cut))
+    assert code == 0
+    graph, refused = (json.loads(line) for line in out.splitlines())
+    assert graph["artifact"] == "graph-xml" and graph["error"] is None
+    assert graph["records"] == graph["typed"] == 6 and graph["unrecognized"] == 0
+    assert graph["lines"] == graph["typed"] + graph["unrecognized"] + graph["noise"]
+    assert refused["artifact"] == "topo-xml" and refused["records"] == 0
+    assert "not well-formed XML" in refused["error"]
+    assert err.count("\n") == 1 and "not read:" in err
+
+
+def test_parse_a_trace_archive_names_its_members(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    log = TRACES / "graph_dump" / "panlichen_companion_nccl2.18.1_info.log"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, path in (("job/rank0.log", log), ("job/graph.xml", GRAPH)):
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "job.tgz"
+    archive.write_bytes(buf.getvalue())
+    code, out, _ = run("parse", str(archive))
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    by_source: dict[str, set[str]] = {}
+    for row in rows:
+        by_source.setdefault(row["source"], set()).add(row["kind"])
+    assert set(by_source) == {f"{archive}:job/rank0.log", f"{archive}:job/graph.xml"}
+    assert by_source[f"{archive}:job/graph.xml"] == {"graph_xml_graph", "graph_xml_channel"}
+    assert "topo_route" in by_source[f"{archive}:job/rank0.log"]
+    assert "unrecognized" not in by_source[f"{archive}:job/rank0.log"]
+    _, direct, _ = run("parse", str(log))
+    assert len(direct.splitlines()) == len(rows) - 6

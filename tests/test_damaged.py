@@ -745,7 +745,8 @@ def test_cli_missing_path(tmp_path: Path) -> None:
 
 
 def test_cli_directory_given_as_file(tmp_path: Path) -> None:
-    _assert_one_line_error(*_run("parse", str(tmp_path)), "is a directory")
+    # parse reads a directory's files as diagnose does; one with no file is the caller's mistake
+    _assert_one_line_error(*_run("parse", str(tmp_path)), "a directory with no files to read")
 
 
 def test_cli_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,9 @@ Case file shape::
           topo.xml: |
             <system version="1"> …
         artifact_files: [fixtures/traces/topo_dump/x.xml]   # optional: fixture artifacts
+        log_evidence: true         # optional: whether some evidence is a line of `log` (a
+                                   # finding linking a trace to the log, or one that must not)
+        message_contains: "…"      # optional: text the finding's message must hold
 
 A case with artifacts is read as ``diagnose DIR`` reads a job directory: the log and the artifacts
 as files, each recognised by its content.
@@ -85,13 +88,21 @@ def test_rule_case(case_id: str, case: dict[str, Any], tmp_path: Path) -> None:
     if "evidence_lines" in case:
         lines = {e.line for f in findings for e in f.evidence}
         assert set(case["evidence_lines"]) <= lines, (case_id, sorted(lines))
+    if "log_evidence" in case:
+        from_log = any(e.source.endswith("case.log") for f in findings for e in f.evidence)
+        assert from_log is case["log_evidence"], (case_id, [f.evidence for f in findings])
+    if "message_contains" in case:
+        assert any(case["message_contains"] in f.message for f in findings), (case_id, findings)
     if "severity" in case:
         assert {f.severity.value for f in findings} == {case["severity"]}, (case_id, findings)
     for f in findings:
         assert f.message and f.remediation
         for ev in f.evidence:
-            shown = any(ev.text in t for t in texts) or any(
-                ev.source == str(ROOT / rel) for rel in case.get("artifact_files") or ()
+            # an inline artifact read whole (JSON) cites its element as re-written JSON
+            shown = (
+                any(ev.text in t for t in texts)
+                or any(ev.source == str(ROOT / rel) for rel in case.get("artifact_files") or ())
+                or any(ev.source == str(tmp_path / name) for name in case.get("artifacts") or {})
             )
             assert shown, (case_id, ev)
 

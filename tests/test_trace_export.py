@@ -79,3 +79,47 @@ def test_sources_name_the_artifacts_and_the_refused_one(
     assert cut["status"].to_list() == ["error"] and "not well-formed" in cut["error"][0]
     findings = dataset["findings"].collect()["rule"].to_list()
     assert {"FR101", "TEST101", "GRAPH101", "RAS101"} <= set(findings)
+
+
+def test_an_archive_of_a_log_and_its_traces_exports_its_traces(tmp_path: Path) -> None:
+    """Members of a tar.gz are read by content as in a directory: the topology dump (gzipped
+    inside the archive) and the graph dump fill their tables, not the records of a log."""
+    import gzip
+    import io
+    import tarfile
+
+    from click.testing import CliRunner
+
+    from ncclscope.cli import main
+
+    traces = FIXTURES / "traces"
+    members = {
+        "job/rank0.log": (traces / "graph_dump/panlichen_companion_nccl2.18.1_info.log"),
+        "job/graph.xml": (traces / "graph_dump/panlichen_8x_rtx3090_graph.xml"),
+        "job/topo.xml.gz": (traces / "topo_dump/panlichen_8x_rtx3090_pcie_topo.xml"),
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, path in members.items():
+            data = path.read_bytes()
+            data = gzip.compress(data) if name.endswith(".gz") else data
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    archive = tmp_path / "job.tar.gz"
+    archive.write_bytes(buf.getvalue())
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["export", str(archive), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    ds = ncclscope.load(out)
+    src = ds["sources"].collect()
+    kinds = dict(zip(src["member"], src["artifact"], strict=True))
+    assert kinds == {
+        "job/rank0.log": None,
+        "job/graph.xml": "graph-xml",
+        "job/topo.xml.gz": "topo-xml",
+    }
+    gpus = ds["topology_nodes"].collect().filter(pl.col("node") == "gpu")
+    assert gpus.height == 8
+    assert ds["graph_channels"].collect().height > 0
+    assert {"GRAPH101", "TOPO003"} <= set(ds["findings"].collect()["rule"].to_list())

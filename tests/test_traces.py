@@ -21,6 +21,7 @@ from ncclscope.model.records.traces import (
     TopoXmlNet,
     TopoXmlNvlink,
 )
+from ncclscope.parse.parser import parse_path
 from ncclscope.traces import ArtifactKind, TraceRefused, read_trace, sniff, sniff_path
 from tests.helpers import FIXTURES, trace_samples
 
@@ -31,8 +32,9 @@ LOG_SAMPLES = {
     "traces/nccl_tests/alcf_polaris_2node_a100_all_gather_default_env.dat",
     "traces/nccl_tests/odissei_h100_1node_4gpu_all_reduce.log",
     "traces/nccl_tests/thomaslie_a100pcie_2gpu_all_reduce_v2.17.6.txt",
-    "traces/flight_recorder/README.md",
 }
+#: a log of NVIDIA's Inspector exporter script: no NCCL line, all noise
+NOT_NCCL = {"traces/inspector/sugarlxn_exporter_output.log"}
 
 
 def _rel(p: Path) -> str:
@@ -41,14 +43,19 @@ def _rel(p: Path) -> str:
 
 @pytest.mark.parametrize("sample", trace_samples(), ids=_rel)
 def test_every_trace_sample_is_read_with_no_unrecognised_record(sample: Path) -> None:
+    """Trace artifacts by their readers, the logs beside them (an INFO log with TRACE-build path
+    lines, nccl-tests output of 2.17 with its proxy lines) by the line parser: nothing is left
+    unrecognised. What is read is held by the goldens of tests/golden/traces."""
     kind = sniff_path(str(sample))
     if _rel(sample) in LOG_SAMPLES:
         assert kind is None
-        return
-    assert kind is not None, f"{_rel(sample)} not recognised as a trace"
-    read = read_trace(str(sample), kind)
-    assert read.records
-    bad = [r for r in read.records if isinstance(r, Unrecognized)]
+        records = list(parse_path(sample))
+    else:
+        assert kind is not None, f"{_rel(sample)} not recognised as a trace"
+        records = read_trace(str(sample), kind).records
+    if _rel(sample) not in NOT_NCCL:
+        assert records
+    bad = [r for r in records if isinstance(r, Unrecognized)]
     assert not bad, [(r.line, r.message) for r in bad]
 
 
@@ -278,6 +285,149 @@ def test_diagnose_a_job_directory_of_a_log_and_its_traces(tmp_path: Path) -> Non
     ]
 
 
+def _panlichen_job(tmp_path: Path) -> dict[str, bytes]:
+    """The Panlichen job as archive members: its log, its graph dump, its topology dump
+    gzipped (a member compressed on its own), and a cut XML file."""
+    import gzip
+
+    traces = FIXTURES / "traces"
+    return {
+        "job/rank0.log": (
+            traces / "graph_dump/panlichen_companion_nccl2.18.1_info.log"
+        ).read_bytes(),
+        "job/graph.xml": (traces / "graph_dump/panlichen_8x_rtx3090_graph.xml").read_bytes(),
+        "job/topo.xml.gz": gzip.compress(
+            (traces / "topo_dump/panlichen_8x_rtx3090_pcie_topo.xml").read_bytes()
+        ),
+        "job/cut.xml": b'<system version="1"><cpu numaid="0">',
+    }
+
+
+@pytest.mark.parametrize("fmt", ["tar.gz", "tar.zst", "zip"])
+def test_diagnose_an_archive_of_a_log_and_its_traces(tmp_path: Path, fmt: str) -> None:
+    """The job of the directory test, in an archive named as nothing in particular: members are
+    recognised by content, the traces read by their readers (not as log lines), and the
+    findings are those of the directory."""
+    import io
+    import tarfile
+    import zipfile
+
+    import zstandard
+
+    members = _panlichen_job(tmp_path)
+    buf = io.BytesIO()
+    if fmt == "zip":
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in members.items():
+                zf.writestr(name, data)
+        blob = buf.getvalue()
+    else:
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            for name, data in members.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        import gzip
+
+        raw = buf.getvalue()
+        blob = gzip.compress(raw) if fmt == "tar.gz" else zstandard.compress(raw)
+    archive = tmp_path / "upload.bin"
+    archive.write_bytes(blob)
+    d = api.diagnose([str(archive)])
+    by_source = {st.source.split(":", 1)[1]: st for st in d.stats}
+    assert {k: st.artifact for k, st in by_source.items()} == {
+        "job/rank0.log": None,
+        "job/graph.xml": "graph-xml",
+        "job/topo.xml.gz": "topo-xml",
+        "job/cut.xml": "topo-xml",
+    }
+    assert by_source["job/rank0.log"].unrecognized == 0
+    assert by_source["job/topo.xml.gz"].records > 0
+    assert by_source["job/cut.xml"].error is not None
+    assert "not well-formed XML" in by_source["job/cut.xml"].error
+    assert {"TOPO003", "GRAPH101", "TOPO102"} <= {f.rule for f in d.findings}
+    [group] = api.group_paths([str(archive), str(FIXTURES / "traces/ras" / _RAS_1730)])
+    assert group.evidence == ("an archive is read whole",)
+
+
+def test_a_cut_archive_keeps_what_came_before_the_cut(tmp_path: Path) -> None:
+    """An upload cut inside its log member: the traces before it are read, the log's lines up
+    to the cut are parsed, and the cut is a note on the member and on the archive."""
+    import gzip
+    import io
+    import tarfile
+
+    members = _panlichen_job(tmp_path)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name in ("job/topo.xml.gz", "job/graph.xml", "job/rank0.log"):
+            info = tarfile.TarInfo(name)
+            info.size = len(members[name])
+            tf.addfile(info, io.BytesIO(members[name]))
+    blob = gzip.compress(buf.getvalue())
+    archive = tmp_path / "job.tgz"
+    archive.write_bytes(blob[:3000])
+    d = api.diagnose([str(archive)])
+    by_source = {st.source: st for st in d.stats}
+    log = by_source[f"{archive}:job/rank0.log"]
+    assert 0 < log.lines < 1000 and log.unrecognized <= 1  # the line the cut went through
+    assert "input ends early or is corrupt" in log.damaged.summary()[0]
+    assert "archive ends early" in by_source[str(archive)].damaged.summary()[0]
+    assert by_source[f"{archive}:job/graph.xml"].records == 6
+
+
+_RAS_1730 = "nccl-issue1730_ras_text_healthy_while_pytorch_timeout_2.26.2.txt"
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "xz", "bzip2"])
+def test_a_compressed_artifact_on_stdin_is_recognised(codec: str) -> None:
+    """`zstd -c topo.xml | ncclscope diagnose -`: the pipe is peeked at, decompressed there, and
+    the artifact read by its reader (a log on stdin is read as before)."""
+    import bz2
+    import gzip
+    import json
+    import lzma
+    import subprocess
+    import sys
+
+    import zstandard
+
+    compress = {
+        "gzip": gzip.compress,
+        "zstd": zstandard.compress,
+        "xz": lzma.compress,
+        "bzip2": bz2.compress,
+    }[codec]
+    fault = FIXTURES / "traces/topo_dump/timez-zx_a100pcie_nvlink_fault_topo_dump.xml"
+    run = subprocess.run(
+        [sys.executable, "-m", "ncclscope", "diagnose", "-", "--format", "json"],
+        input=compress(fault.read_bytes()),
+        capture_output=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["sources"][0]["artifact"] == "topo-xml"
+    assert [f["rule"] for f in doc["findings"]] == ["TOPO101"]
+
+
+def test_archives_are_found_by_content(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from ncclscope.parse.reader import archive_format
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:xz") as tf:
+        info = tarfile.TarInfo("a.log")
+        tf.addfile(info, io.BytesIO(b""))
+    (tmp_path / "logs.txt").write_bytes(buf.getvalue())
+    assert archive_format(tmp_path / "logs.txt") == "tar"
+    log = FIXTURES / "traces/nccl_tests/odissei_h100_1node_4gpu_all_reduce.log"
+    assert archive_format(log) is None
+    assert archive_format(FIXTURES / "traces/topo_file/aws_p5.48xl-topo.xml") is None
+
+
 # -- pictures ----------------------------------------------------------------------------------
 
 
@@ -355,3 +505,49 @@ def test_an_artifact_piped_on_stdin_is_recognised() -> None:
     doc = json.loads(run.stdout)
     assert doc["sources"][0]["artifact"] == "topo-xml"
     assert [f["rule"] for f in doc["findings"]] == ["TOPO101"]
+
+
+def test_ras_text_detail_lines_of_every_shape_nccl_prints(tmp_path: Path) -> None:
+    """The rank and error lines of RAS's text report in the shapes NCCL's client_support.cc
+    prints them (2.26+): a GPU numbered differently by CUDA and NVML, a rank with no operation, a
+    rank whose process is not found, an error most ranks share; an indented line of an unknown
+    shape is kept as unrecognised, not dropped as noise."""
+    report = tmp_path / "ras.txt"
+    report.write_text(
+        "Communicators... (0.00s)\n=============\n\n"
+        "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+        "    #  in group  per comm  per node  per comm  in group\n"
+        "    0         1         2         4         8         8   RUNNING  MISMATCH,ERROR\n\n"
+        "Errors\n======\n\n"
+        "#0-0 (78db921d1c117b4a) ERROR\n"
+        "  3 ranks reported unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n"
+        "  Rank 1 -- GPU 1 (NVML 3) managed by process 4101 on node 10.0.0.1\n"
+        "  Rank 5 reported remote process exited or there was a network error -- "
+        "GPU 1 managed by process 4105 on node 10.0.0.2\n\n"
+        "Warnings\n========\n\n"
+        "#0-0 (78db921d1c117b4a) MISMATCH\n"
+        "  Communicator ranks have different AllReduce operation counts\n"
+        "  6 ranks have launched up to operation 64\n"
+        "  Rank 7 has launched up to operation 60 -- GPU 3 managed by process 4107 on node node1\n"
+        "  Rank 4 has not launched any operations -- [process information not found]\n"
+        "  Rank 2 has launched up to operation 27890 -- GPU 0, process 284, node 10.0.0.1\n"
+    )
+    read = read_trace(str(report), ArtifactKind.RAS_TEXT)
+    issues = [r for r in read.records if isinstance(r, RasIssue)]
+    got = {(r.what, r.rank): (r.gpu, r.process, r.op_count, r.how_many, r.detail) for r in issues}
+    assert got[("reported", None)] == (
+        None,
+        None,
+        None,
+        3,
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+    )
+    assert got[("rank", 1)] == ("1 (NVML 3)", 4101, None, None, None)
+    assert got[("rank", 5)][3:] == (None, "remote process exited or there was a network error")
+    assert got[("rank", 7)][:3] == ("3", 4107, 60)
+    assert got[("rank", 4)] == (None, None, 0, None, None)
+    [odd] = [r for r in read.records if isinstance(r, Unrecognized)]
+    assert "process 284, node" in odd.text
+    d = api.diagnose([str(report)], select=["RAS102"])
+    [gap] = d.findings
+    assert "rank(s) 4 launched up to operation 0 while others reached 64" in gap.message

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,6 +46,9 @@ from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Damage, ReadMeter, iter_batches
 from ncclscope.parse.stream import Progress
+
+if TYPE_CHECKING:
+    from ncclscope.traces.sniff import ArtifactKind
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 16_384
@@ -398,6 +401,8 @@ class JobExport:
         return True
 
     def _archive(self, inp: Input, sha: str | None) -> None:
+        from ncclscope.traces import sniff_stream
+
         archive_damage = Damage()
         limits: Limits = self.parser.limits
         try:
@@ -407,9 +412,13 @@ class JobExport:
                     continue
                 stats = SourceStats(member.source)
                 before = len(archive_damage.notes)
-                reader = _HashingReader(member.stream)
+                kind, stream = sniff_stream(member.stream)
+                reader = _HashingReader(stream)
                 try:
-                    self._parse(reader, member.source, stats)
+                    if kind is None:
+                        self._parse(reader, member.source, stats)
+                    else:
+                        stats = self._trace_member(reader, member.source, kind)
                 except Exception as exc:  # a parser bug must cost one member, not the batch
                     stats.error = f"{type(exc).__name__}: {exc}"
                 # cap notes about this member were noted on the archive while it was read
@@ -422,6 +431,24 @@ class JobExport:
             return
         if archive_damage.notes:
             self._archive_row(inp, sha, archive_damage, error=None)
+
+    def _trace_member(self, reader: _HashingReader, source: str, kind: ArtifactKind) -> SourceStats:
+        """A member that is a trace artifact, read into the job and the records table; refused:
+        its source row says why."""
+        from ncclscope.export.rows import batch_tables
+        from ncclscope.traces import TraceRefused, read_trace_stream, trace_stats
+
+        try:
+            read = read_trace_stream(
+                cast(BinaryIO, reader), kind, source, input_limits=self.parser.limits
+            )
+        except TraceRefused as exc:
+            stats = SourceStats(source)
+            stats.artifact = kind.value
+            stats.error = str(exc)
+            return stats
+        self._batch(read.records, [], batch_tables(read.records, [], self.job_id, source))
+        return trace_stats(read)
 
     def _archive_row(self, inp: Input, sha: str | None, damage: Damage, error: str | None) -> None:
         stats = SourceStats(inp.path)

@@ -13,7 +13,7 @@ from ncclscope.parse.pattern_types import (
     LarkOnly,
 )
 
-GRAMMAR_HASH = "0f347225e8273c0c"
+GRAMMAR_HASH = "e0e0a1d37485064c"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e2>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e3>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e6>[0-9]+: )| *(?P<e7>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e10>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e12>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e13>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e16>[0-9]+: )| *(?P<e17>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e20>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e22>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e23>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e26>[0-9]+: )| *(?P<e27>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e30>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e32>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e33>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e36>[0-9]+: )| *(?P<e37>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e40>\\[(?:rank|default)[0-9]+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:[0-9]++:[0-9]++)(?: |$)(?: *(?P<e42>\\[[0-9]+\\]))?| *(?P<e43>\\[[0-9]+\\])))?(?:(?: *[0-9]++\\.[0-9]++  *(?P<e44>[^\\s\\[\\]]+:[0-9]+)|(?: *[A-Za-z_][0-9A-Za-z_]*)?? *(?P<e45>[^\\s\\[\\]]+:[0-9]+)(?: *(?P<e46>\\([0-9A-Za-z_:~<>*, ]+\\)))?))? *$",
@@ -3225,29 +3225,6 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=1,
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *Connected to proxy(?: *localRank *(?P<g1>[0-9]+)| *tpRank *(?P<g2>[0-9]+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
-        fields=(
-            FieldPattern(
-                name="local_rank",
-                groups=("g1",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="tp_rank",
-                groups=("g2",),
-                convert="int",
-            ),
-            FieldPattern(
-                name="connection_ptr",
-                groups=("g3",),
-                convert="text",
-            ),
-        ),
-        leads=("w:Connected",),
-        alternative=2,
-    ),
-    KindPattern(
         kind="topo_error",
         pattern="^(?P<ok>) *(?:sched_getaffinity|sched_setaffinity) *failed with error: *(?P<g1>\\S(?:.*\\S)?)$",
         fields=(
@@ -4941,6 +4918,24 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:NET",),
     ),
     KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>) *resp\\.opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *matches expected opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="op_id",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="expected_op_id",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:resp",),
+        alternative=10,
+    ),
+    KindPattern(
         kind="plugin_loaded",
         pattern="^(?P<ok>) *P2P plugin *\\S(?:.*?\\S)??$",
         fields=(),
@@ -5073,24 +5068,6 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:TOPO",),
     ),
     KindPattern(
-        kind="proxy_event",
-        pattern="^(?P<ok>) *resp\\.opId= *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *matches expected opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
-        fields=(
-            FieldPattern(
-                name="op_id",
-                groups=("g1",),
-                convert="text",
-            ),
-            FieldPattern(
-                name="expected_op_id",
-                groups=("g2",),
-                convert="text",
-            ),
-        ),
-        leads=("w:resp",),
-        alternative=10,
-    ),
-    KindPattern(
         kind="tuning_table_row",
         pattern="^(?P<ok>) *Algorithm *\\|(?:(?: *[A-Za-z][A-Za-z0-9_]*)* *\\|)+$",
         fields=(),
@@ -5141,6 +5118,32 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:Connected",),
+    ),
+    KindPattern(
+        kind="proxy_event",
+        pattern="^(?P<ok>)(?: *Connection| *Connected) *to proxy(?: *localRank *(?P<g1>[0-9]+)| *tpRank *(?P<g2>[0-9]+)) *\\-> *connection *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        fields=(
+            FieldPattern(
+                name="local_rank",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="tp_rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="connection_ptr",
+                groups=("g3",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Connected",
+            "w:Connection",
+        ),
+        alternative=2,
     ),
     KindPattern(
         kind="bootstrap_oob_net",
@@ -7483,6 +7486,36 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:CC",),
+    ),
+    KindPattern(
+        kind="topo_route",
+        pattern="^(?P<ok>)(?:(?P<g1>(?: *--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)+))? *\\((?: *(?P<g2>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g3>[0-9]+)) *\\)$",
+        fields=(
+            FieldPattern(
+                name="links",
+                groups=("g1",),
+                convert="text",
+                items=(
+                    "(--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",
+                ),
+            ),
+            FieldPattern(
+                name="bw",
+                groups=(
+                    "g2",
+                    "g3",
+                ),
+                convert="float",
+                mixed=(
+                    "float",
+                    "int",
+                ),
+            ),
+        ),
+        leads=(
+            "c:(",
+            "r:--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?",
+        ),
     ),
     KindPattern(
         kind="proxy_error",

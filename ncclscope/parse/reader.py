@@ -58,6 +58,8 @@ _READ_ERRORS: tuple[type[BaseException], ...] = (
     tarfile.TarError,
     zipfile.BadZipFile,
 )
+#: what reading a cut or corrupt input raises, for callers that read streams of this module
+READ_ERRORS = _READ_ERRORS
 # An encrypted or unsupported zip member raises these on open.
 _ZIP_OPEN_ERRORS: tuple[type[BaseException], ...] = (
     RuntimeError,
@@ -778,6 +780,28 @@ def unsafe_member_reason(name: str) -> str | None:
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
         return "control characters in its name"
     return None
+
+
+#: where a tar header (POSIX ustar or GNU) says what it is
+_TAR_MAGIC_AT = 257
+
+
+def archive_format(path: str | os.PathLike[str], limits: Limits | None = None) -> str | None:
+    """``"zip"`` or ``"tar"`` (any compression) when the file is an archive, by its content, not
+    its name; None for anything else (a log, an artifact, stdin). A missing path is the caller's
+    mistake (InputError), as ``open_input`` says it."""
+    name = os.fspath(path)
+    if name == STDIN:
+        return None
+    with _open_file(name) as handle:
+        if handle.read(4).startswith((b"PK\x03\x04", b"PK\x05\x06")):
+            return "zip"
+        handle.seek(0)
+        try:
+            head = decompressing(handle, "", limits, Damage()).read(_TAR_MAGIC_AT + 8)
+        except _READ_ERRORS:
+            return None
+    return "tar" if head[_TAR_MAGIC_AT : _TAR_MAGIC_AT + 5] == b"ustar" else None
 
 
 def iter_members(

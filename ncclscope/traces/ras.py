@@ -52,13 +52,20 @@ _DETAILS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "missing",
         re.compile(r"^Missing communicator data from (?P<n>\d+) (?:job )?(?:rank|process)"),
     ),
+    # "Rank %d[ has launched up to operation %ld| has not launched any operations| reported %s]
+    # -- GPU %s managed by process %d on node %s" or "-- [process information not found]"
+    # (client_support.cc); the GPU is "3 (NVML 5)" where CUDA and NVML number it differently
     (
         "rank",
         re.compile(
-            r"^Rank (?P<rank>\d+)(?: has launched up to operation (?P<op>\d+))? --"
-            r"(?: GPU (?P<gpu>\S+) managed by process (?P<pid>\d+) on node (?P<node>\S+))?\s*$"
+            r"^Rank (?P<rank>\d+)(?: has launched up to operation (?P<op>\d+)"
+            r"| has not launched any operation(?P<none>s)| reported (?P<what>.+?))? --"
+            r"(?: GPU (?P<gpu>\d+(?: \(NVML \d+\))?) managed by process (?P<pid>\d+)"
+            r" on node (?P<node>\S+)| \[process information not found\])?\s*$"
         ),
     ),
+    # "%d ranks reported %s" (an init or async error most ranks share)
+    ("reported", re.compile(r"^(?P<n>\d+) ranks reported (?P<what>.+)$")),
     (
         "process",
         re.compile(r"^Process (?P<pid>\d+) on node (?P<node>\S+) managing GPUs? (?P<gpu>\S+)"),
@@ -191,6 +198,11 @@ def read_ras_text(stream: BinaryIO, read: TraceRead, foreign: ForeignLines) -> N
             if found is not None:
                 read.add(found)
                 continue
+            if section != "job_summary":
+                # an indented line under a heading is RAS's own: one it does not know is kept
+                # as unrecognised, not passed to the log parser as noise
+                read.unknown(number, text, "RAS detail line of an unknown shape")
+                continue
         others.append((number, text))
     for rec in foreign(others):
         read.add(rec)
@@ -221,7 +233,9 @@ def _detail(
             process=to_int(g.get("pid")),
             node=g.get("node"),
             how_many=to_int(g.get("n")),
-            op_count=to_int(g.get("op")) if what != "counts" or g.get("op") else 0,
+            op_count=0
+            if g.get("none") or (what == "counts" and not g.get("op"))
+            else to_int(g.get("op")),
             detail=(g.get("what") or g.get("pids") or None),
         )
     return None

@@ -462,6 +462,18 @@ class TopoPaths(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TopoRoute(Record):
+    """One path of a ``Paths from GPU/F000 :`` block (TRACE builds): its links in order, each
+    ``--TYPE->NODE/ID`` (``--NVL(40)->GPU/0-1b000`` with the link's bandwidth from 2.19), and the
+    path's bandwidth: ``--PCI->PCI/C000--PCI->CPU/0 (24.000000)``. No links: the path from the
+    node to itself (`` (5000.000000)``)."""
+
+    KIND: ClassVar[str] = "topo_route"
+    links: tuple[str, ...] = ()
+    bw: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GraphPattern(Record):
     """A graph search result: ``Pattern 4, crossNic 0, nChannels 8, bw 24.000000/24.000000, type
     NVL/PIX, sameChannels 1``. Patterns: 1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS,
@@ -866,6 +878,7 @@ RECORD_TYPES = (
     TopoLink,
     TopoPath,
     TopoPaths,
+    TopoRoute,
     GraphPattern,
     GraphChannel,
     GraphLoaded,
