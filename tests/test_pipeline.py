@@ -152,3 +152,22 @@ def test_last_error_on_the_next_line_is_read_under_its_prefix() -> None:
         got, _ = _records(text, "columnar")
         assert not [r for r in got if r["kind"] == "nccl_last_error" and r.get("last_error")]
         _same(text)
+
+
+def test_a_bare_level_word_is_nccl_only_after_the_whole_old_envelope() -> None:
+    """2.0-2.2 lines have no ``NCCL`` tag (fixture 203): ``host:pid:tid [dev] INFO`` is an NCCL
+    line; a logger's ``INFO`` elsewhere is not."""
+    nccl = b"admin-pc:14733:14828 [1] INFO NET/Socket : 5 interfaces found\n"
+    got, stats = _records(nccl, "columnar")
+    assert [r["kind"] for r in got] == ["net_component_message"]
+    assert stats["nccl_lines"] == 1
+    for text in (
+        b"2024-05-01 12:00:00,123 [1] INFO root: starting\n",
+        b"2024-05-01 12:00:00 [12345] INFO worker started\n",
+        b"[INFO] admin-pc:14733:14828 starting\n",
+        b"admin-pc:14733:14828 INFO no device bracket\n",
+    ):
+        got, stats = _records(text, "columnar")
+        assert stats["nccl_lines"] == 0 and stats["noise"] == 1, text
+        _same(text)
+    _same(nccl)

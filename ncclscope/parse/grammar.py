@@ -167,6 +167,9 @@ class Markers:
     """The split markers and anchors, read from the grammar's terminal definitions."""
 
     level: re.Pattern[str]
+    #: a 2.0-2.2 line's bare level word after its whole envelope (``host:pid:tid [dev] INFO``);
+    #: group "level" is the word
+    legacy_level: re.Pattern[str]
     banner: re.Pattern[str]
     ray_repeated: re.Pattern[str]
     who: re.Pattern[str]
@@ -270,6 +273,11 @@ def markers() -> Markers:
             regexes.append(str(pattern.to_regexp()))
     return Markers(
         level=re.compile(_terminal_regex(parser, "LEVEL")),
+        legacy_level=re.compile(
+            f"(?P<who>{_search_alternation(parser, ('WHO',))}) (?:{_terminal_regex(parser, 'DEV')}) "
+            f"(?:(?:{_terminal_regex(parser, 'SRC_LOC')}) )?"
+            f"(?P<level>{_terminal_regex(parser, 'LEGACY_LEVEL')})"
+        ),
         banner=re.compile(_terminal_regex(parser, "BANNER")),
         ray_repeated=re.compile(_terminal_regex(parser, "RAY_REPEATED")),
         who=re.compile(_search_alternation(parser, ("WHO",))),

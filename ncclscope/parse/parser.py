@@ -88,6 +88,9 @@ class SourceStats:
         return self.shapes.most_common(n)
 
 
+_LETTER = re.compile("[A-Za-z]")
+
+
 class _Part(NamedTuple):  # a tuple: built once per NCCL line, cheaper than a dataclass
     envelope: str
     level: Level
@@ -123,9 +126,10 @@ class LineParser:
 
     def split(self, text: str) -> list[_Part]:
         """The NCCL parts of a line: usually one; several when writers were spliced together."""
-        if "NCCL " not in text:
-            return []  # both LEVEL and BANNER start with it; the regexes cost far more than `in`
         m = self._m
+        if "NCCL " not in text:
+            # both LEVEL and BANNER start with it; the regexes cost far more than `in`
+            return self._legacy(text) if "] " in text else []
         found = list(m.level.finditer(text))
         if not found:
             banner = m.banner.search(text)
@@ -163,6 +167,16 @@ class LineParser:
                     _Part(text[env_start : marker.start()], level, text[marker.end() : end])
                 )
         return parts
+
+    def _legacy(self, text: str) -> list[_Part]:
+        """A 2.0-2.2 line, whose level word has no ``NCCL`` before it: one part, or none."""
+        found = self._m.legacy_level.search(text)
+        # a logger's "12:00:00 [1234] INFO" has the shape too: a host name has a letter
+        if found is None or not _LETTER.search(found.group("who").split(":", 1)[0]):
+            return []
+        word = found.group("level")
+        start = found.start("level")
+        return [_Part(text[:start], Level(word.strip()), text[found.end() :])]
 
     # -- envelope ----------------------------------------------------------------------------
 

@@ -48,6 +48,8 @@ BATCH_LINES: Final = 131072
 # The LEVEL terminal (grammar/nccl.lark) in polars' dialect: the same words and boundary.
 _LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
 _LEVEL_WORD: Final = r"NCCL (INFO|WARN|TRACE|CALL|ABORT)\b"
+# LEGACY_LEVEL after its envelope's DEV and optional SRC_LOC, loosened to what polars runs
+_LEGACY_LEVEL: Final = r"\] (?:\S+ )?(?:INFO|WARN|TRACE)\b"
 
 Batch = tuple[list[Record], list[KindFrame]]
 
@@ -168,6 +170,8 @@ def _columnar(
     # (a superset of the line path's test, so a line it would type is never counted here).
     noise = plain.filter(
         ~text.str.contains("NCCL ", literal=True),
+        # a 2.0-2.2 line: a bare level word after "[dev] " (a superset of the splitter's test)
+        ~text.str.contains(_LEGACY_LEVEL),
         ~text.str.contains_any(list(parser.markers.foreign_literals)),
         ~text.str.contains(_foreign_start(parser)),
     ).get_column("i")
