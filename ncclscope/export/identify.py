@@ -37,6 +37,8 @@ from ncclscope.parse.reader import Damage, decompressing, members_of
 #: only its init lines
 _KEYS = (b"nranks ", b"NCCL version ", b"NCCL WARN", b"NCCL_COMM_ID set by")
 _INIT = re.compile(rb"rank \d+ nranks \d+")
+#: an INFO line of every NCCL version (the grammar's LEVEL and LEGACY_LEVEL)
+_INFO_KEYS = (b"NCCL INFO", b"] INFO ")
 _CHUNK = 1 << 20
 #: candidate lines kept per input: an init storm of a long job repeats the same communicators
 _MAX_LINES = 20_000
@@ -97,7 +99,7 @@ def candidate_lines(stream: BinaryIO) -> list[str]:
     """The lines of a decompressed stream that can carry an identity, in order: every ``Init``
     line, banner and warning, and the first ``FIRST_INFO`` other ``NCCL INFO`` lines."""
     out: list[str] = []
-    infos = [0]
+    infos = [0] * len(_INFO_KEYS)
     carry = b""
     read: Callable[[int], bytes] = getattr(stream, "read1", None) or stream.read
     while len(out) < _MAX_LINES:
@@ -136,17 +138,19 @@ def _take(body: bytes, out: list[str], infos: list[int]) -> None:
             if nxt < 0:
                 break
             at = body.find(key, nxt)
-    if infos[0] < FIRST_INFO:
-        at = body.find(b"NCCL INFO")
-        while at >= 0 and infos[0] < FIRST_INFO:
+    # NCCL 2.0-2.2 printed "host:pid:tid [dev] INFO" with no "NCCL": its lines have their own
+    # budget, so that another logger's "] INFO " lines cannot use up the NCCL lines'
+    for i, info in enumerate(_INFO_KEYS):
+        at = body.find(info) if infos[i] < FIRST_INFO else -1
+        while at >= 0 and infos[i] < FIRST_INFO:
             start = body.rfind(b"\n", 0, at) + 1
             if start not in starts:
                 starts.add(start)
-                infos[0] += 1
+                infos[i] += 1
             nxt = body.find(b"\n", at)
             if nxt < 0:
                 break
-            at = body.find(b"NCCL INFO", nxt)
+            at = body.find(info, nxt)
     for start in sorted(starts):
         end = body.find(b"\n", start)
         end = len(body) if end < 0 else end
