@@ -144,8 +144,9 @@ def profile(
     }
     keep("plugins", loaded)
     fabrics = host_fabrics(job)
-    mine = fabrics.items() if host is None else [(host, fabrics[host])] if host in fabrics else []
-    for _h, hf in mine:
+    for hf in fabrics.values() if host is None else [fabrics.get(host)]:
+        if hf is None:
+            continue
         if hf.fabric is not None:
             p.fabrics.add(hf.fabric.value)
             keep("fabrics", hf.evidence)

@@ -360,33 +360,13 @@ _PRINTABLE = [chr(i) for i in range(0x20, 0x7F)]
 
 
 def _split_alternatives(regex: str) -> list[str]:
+    """The top-level alternatives of a regex."""
     out: list[str] = []
-    depth = 0
-    in_class = False
     start = 0
-    i = 0
-    while i < len(regex):
-        c = regex[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-        elif c == "[":
-            in_class = True
-            if regex[i + 1 : i + 2] == "^":
-                i += 1
-            if regex[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
+    for i, c, depth in _syntax(regex):
+        if c == "|" and depth == 0:
             out.append(regex[start:i])
             start = i + 1
-        i += 1
     out.append(regex[start:])
     return out
 

@@ -97,10 +97,9 @@ def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -
     if not heads:
         return []
     typed = {r.line for r in records}
-    texts = _texts_by_line(batch)
     out: list[Record] = []
     for head in heads:
-        after = texts.get(head.line + 1)
+        after = _text_at(batch, head.line + 1)
         at = head.text.find("Last error:")
         if after is None or at < 0 or head.line + 1 in typed:
             continue
@@ -116,10 +115,12 @@ def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -
     return out
 
 
-def _texts_by_line(batch: Lines) -> dict[int, str]:
+def _text_at(batch: Lines, number: int) -> str | None:
+    """The text of line ``number`` if the batch holds it."""
     if isinstance(batch, TextBatch):
-        return {batch.first + i: text for i, text in enumerate(batch.texts)}
-    return {ln.number: ln.text for ln in batch}
+        i = number - batch.first
+        return batch.texts[i] if 0 <= i < len(batch.texts) else None
+    return next((ln.text for ln in batch if ln.number == number), None)
 
 
 def batch_records(
