@@ -16,9 +16,12 @@ from typing import Any
 
 import pytest
 
+from ncclscope.model.collapse import collapse_connections
+from ncclscope.model.job import HIGH_VOLUME_KINDS, build_job
 from ncclscope.model.records.serialize import jsonl_line, record_to_dict
+from ncclscope.model.views import views
 from ncclscope.parse import pipeline
-from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.parser import LineParser, SourceStats, parse_text
 from ncclscope.parse.reader import iter_batches
 from ncclscope.parse.stream import jsonl_paths
 
@@ -171,3 +174,73 @@ def test_a_bare_level_word_is_nccl_only_after_the_whole_old_envelope() -> None:
         assert stats["nccl_lines"] == 0 and stats["noise"] == 1, text
         _same(text)
     _same(nccl)
+
+
+def _model_records(data: bytes, engine: str) -> list[tuple[str, dict[str, Any]]]:
+    """The records the job model is given: a connection's lines on several channels as one
+    (the pipeline gathers the patterns' rows, the builder the rest). The summarised kinds,
+    which the pipeline gives as frames, are left out."""
+    st = SourceStats("t")
+    out = []
+    batches = iter_batches(io.BytesIO(data), "t", st.damaged)
+    for recs, _frames in pipeline.parse_batches(
+        batches, "t", st, LineParser(engine=engine), collapse=True
+    ):
+        for rec in collapse_connections(recs, HIGH_VOLUME_KINDS):
+            if rec.KIND not in HIGH_VOLUME_KINDS:
+                out.append((type(rec).__name__, record_to_dict(rec, with_text=True)))
+    return out
+
+
+def _same_model(data: bytes) -> list[tuple[str, dict[str, Any]]]:
+    got, want = _model_records(data, "columnar"), _model_records(data, "lark")
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a == b, f"line {b[1]['line']}: {b[1].get('text')!r}"
+    return got
+
+
+@pytest.mark.parametrize("log", real_logs(), ids=lambda p: p.name)
+def test_every_fixture_gives_the_model_what_lark_gives(log: Path) -> None:
+    _same_model(log.read_bytes())
+
+
+def test_synthetic_and_damaged_logs_give_the_model_what_lark_gives(
+    synthetic: dict[str, Path],
+) -> None:
+    got = _same_model(synthetic["init"].read_bytes())
+    groups = [r for cls, r in got if cls == "ConnectionGroup"]
+    assert len(groups) > 100
+    rng = random.Random(7)
+    lines = [line for log in real_logs()[:40] for line in log.read_bytes().splitlines()]
+    _same_model(_mutated(lines, rng))
+
+
+def test_a_connection_on_several_channels_is_one_record_until_another_line_of_its_process() -> None:
+    log = (
+        b"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+        b"h:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC/read\n"
+        b"h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+        b"h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via SHM/direct/direct\n"
+        b"h:1:1 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+        b"h:1:1 [0] NCCL WARN Cuda failure 'out of memory'\n"
+        b"h:2:2 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/IPC/read\n"
+        b"h:1:1 [0] NCCL INFO Channel 03/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+    )
+    got = _same_model(log)
+    conns = [
+        (cls, r["line"], r.get("more_lines"), r["channel"], r.get("more_channels"))
+        for cls, r in got
+        if r["kind"] == "connection"
+    ]
+    assert conns == [
+        ("ConnectionGroup", 1, [3, 5], 0, [1, 2]),
+        # the other process's WARN does not end this one's run
+        ("ConnectionGroup", 2, [7], 0, [1]),
+        ("Connection", 4, None, 1, None),
+        # after the WARN of its process, a new record
+        ("Connection", 8, None, 3, None),
+    ]
+    job = build_job(parse_text(log.decode()), HIGH_VOLUME_KINDS)
+    assert job.counts["connection"] == 7
+    assert sum(views(job).transport_counts.values()) == 7

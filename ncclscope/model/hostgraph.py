@@ -234,13 +234,13 @@ def _place(
     a, b = index[ha], index[hb]
     cls = transport_class(conn)
     if a == b:
-        inside[a][cls] += 1
+        inside[a][cls] += len(conn.printed_lines)
         if conn.transport is Transport.NET:
             why[a].add("network inside the node")
         return
     key = (min(a, b), max(a, b))
     link = pairs.setdefault(key, HostLink(*key))
-    link.transports[cls] += 1
+    link.transports[cls] += len(conn.printed_lines)
     if conn.transport is Transport.NET and conn.net_dev is not None:
         link.rails.add(conn.net_dev)
     if conn.net_name == "Socket":

@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+from ncclscope.model.collapse import collapse_connections
 from ncclscope.model.enums import Level, NcclResult
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import ReturnCode
+from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
 
 R = TypeVar("R", bound=Record)
@@ -218,7 +220,9 @@ class JobBuilder:
         if rec.source not in job.sources:
             job.sources.append(rec.source)
         kind = rec.KIND
-        job.counts[kind] += 1
+        # a connection the model read as one record stands for each of its lines
+        lines = len(rec.printed_lines) if isinstance(rec, Connection) else 1
+        job.counts[kind] += lines
         if rec.source not in job.folded_sources and _RAY_FOLDED in rec.text:
             job.folded_sources.add(rec.source)
         thread: ThreadKey = (rec.source, rec.host, rec.pid, rec.tid)
@@ -239,12 +243,14 @@ class JobBuilder:
                 self._pending.pop((kind, slot), None)
         else:
             job._by_kind[kind].append(rec)
-        self._process(rec)
+        self._process(rec, lines)
         self._chain(rec, thread)
 
     def add_batch(self, records: list[Record], bulks: list[Bulk]) -> None:
         """Records of one batch of one source, in order, and the bulk rows typed alongside them:
-        the model is the one ``add`` gives for all of them in line order."""
+        the model is the one ``add`` gives for all of them in line order, a connection's
+        lines on several channels read as one record (ncclscope.model.collapse)."""
+        records = collapse_connections(records, self._summarised)
         if not bulks:
             for rec in records:
                 self.add(rec)
@@ -345,11 +351,11 @@ class JobBuilder:
         # A placeholder keeps the slot's place; add_batch fills it at the end of the batch.
         self.job.summaries[kind].last.setdefault(slot, None)  # type: ignore[arg-type]
 
-    def _process(self, rec: Record) -> None:
+    def _process(self, rec: Record, lines: int = 1) -> None:
         if rec.host is None and rec.pid is None:
             return
         key: ProcessKey = (rec.host, rec.pid)
-        self.job.lines_per_process[key] += 1
+        self.job.lines_per_process[key] += lines
         proc = self.job.processes.get(key)
         if proc is None:
             self.job.first_seen[key] = (rec.source, rec.line)
@@ -486,7 +492,7 @@ def _reconcile(job: Job) -> None:
         done = fixed.get(id(rec))
         if done is None:
             done = fixed[id(rec)] = dataclasses.replace(rec, host=host)
-            counts[key] += 1
+            counts[key] += len(rec.printed_lines) if isinstance(rec, Connection) else 1
         return done
 
     for kind, recs in job._by_kind.items():
@@ -549,7 +555,7 @@ def _any_between(lines: list[int] | None, after: int, before: int | None) -> boo
 
 
 def build_job(records: Iterable[Record], summarised: Iterable[str] = ()) -> Job:
+    """The job of these records (in line order), read as one batch."""
     builder = JobBuilder(summarised)
-    for rec in records:
-        builder.add(rec)
+    builder.add_batch(list(records), [])
     return builder.finish()

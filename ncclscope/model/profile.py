@@ -169,7 +169,7 @@ def profile(
     conns = [c for c in records_of(Connection) if isinstance(c, Connection)]
     for conn in conns:
         peer = _peer_class(conn, v.crosses_nodes(conn))
-        p.transports.setdefault(peer, Counter())[transport_class(conn)] += 1
+        p.transports.setdefault(peer, Counter())[transport_class(conn)] += len(conn.printed_lines)
         keep(f"transports:{peer}", [conn])
     summaries = records_of(ChannelSummary)
     p.channels = {s.coll_channels for s in summaries if isinstance(s, ChannelSummary)}

@@ -630,7 +630,7 @@ def _links(
         assert c.to_rank is not None
         pair = (c.from_rank, c.to_rank)
         classes[pair].add(transport_class(c))
-        channels[pair].add(c.channel)
+        channels[pair].update(c.printed_channels)
         path = None
         a, b = bus_of.get(c.from_rank), bus_of.get(c.to_rank)
         if a is None and c.from_bus_id:

@@ -22,6 +22,7 @@ import bisect
 import dataclasses
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Final, cast
@@ -127,6 +128,12 @@ def transport_class(conn: Connection) -> str:
     """A connection's transport without channel-specific numbers: ``P2P/IPC/read``,
     ``SHM/direct/direct``, ``NET/IB/GDRDMA``, ``NET/Socket``."""
     return _NUM.sub("", conn.transport_detail)
+
+
+def line_count(conns: Iterable[Connection]) -> int:
+    """How many lines printed these connections (the model reads a connection's lines on
+    several channels as one record, ncclscope.model.collapse)."""
+    return sum(len(c.printed_lines) for c in conns)
 
 
 def printer_rank(rec: Record) -> tuple[int, int] | None:
@@ -385,9 +392,8 @@ class JobViews:
             nodes = max(len(c.hosts) for c in comms)
             counts: Counter[str] = Counter()
             for comm in comms:
-                counts.update(
-                    transport_class(c) for c in self.connections_by_comm.get(comm.key, ())
-                )
+                for c in self.connections_by_comm.get(comm.key, ()):
+                    counts[transport_class(c)] += len(c.printed_lines)
             out.append(
                 CommFamily(
                     nranks,
@@ -501,7 +507,11 @@ class JobViews:
 
     @cached_property
     def transport_counts(self) -> Counter[str]:
-        return Counter(transport_class(c) for c in self.job.of(Connection))
+        """Connection lines by transport class."""
+        out: Counter[str] = Counter()
+        for c in self.job.of(Connection):
+            out[transport_class(c)] += len(c.printed_lines)
+        return out
 
     def connections_by_transport(self, transport: Transport) -> list[Connection]:
         return [c for c in self.job.of(Connection) if c.transport is transport]

@@ -36,11 +36,12 @@ def _batches_of(
     parser: LineParser,
     progress: Progress | None,
     kinds: frozenset[str] | None = None,
+    collapse: bool = False,
 ) -> Iterator[tuple[list[Record], list[KindFrame]]]:
     meter = ReadMeter() if progress is not None else None
     with open_input(path, limits, stats.damaged, meter) as stream:
         lines = iter_batches(stream, stats.source, stats.damaged, limits, BATCH_LINES)
-        for batch in parse_batches(lines, stats.source, stats, parser, kinds):
+        for batch in parse_batches(lines, stats.source, stats, parser, kinds, collapse):
             if progress is not None and meter is not None:
                 progress(stats.source, meter)
             yield batch
@@ -60,12 +61,15 @@ def batch_paths(
     progress: Progress | None = None,
 ) -> Iterator[Batch]:
     """The batches of ``paths`` in input order: what ``JobBuilder.add_batch`` (and, with
-    ``tables``, the exporter) takes. Statistics, one per input, go to ``stats_out``."""
+    ``tables``, the exporter) takes. Statistics, one per input, go to ``stats_out``. Without
+    ``tables``, a connection's lines on several channels come as one record (the model's
+    reading, ncclscope.model.collapse); the exporter's tables keep every line."""
     out = stats_out if stats_out is not None else []
     parser = LineParser(limits=limits)
     for path in paths:
         st = _stats_for(path, out)
-        for records, frames in _batches_of(path, limits, st, parser, progress):
+        collapse = tables is None
+        for records, frames in _batches_of(path, limits, st, parser, progress, None, collapse):
             bulks = [bulk_of(f, st.source) for f in frames]
             made = tables(records, frames, source=st.source) if tables is not None else None
             yield records, bulks, made

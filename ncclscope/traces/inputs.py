@@ -144,10 +144,10 @@ def _members(path: str, limits: Limits) -> Iterator[Input]:
 def member_batches(
     member: LogMember, stats: SourceStats, parser: LineParser, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[tuple[list[Record], list[KindFrame]]]:
-    """A log member through the pipeline, as ``parse.stream`` reads a file: a batch of records
-    and frames at a time."""
+    """A log member through the pipeline for the job model, as ``parse.stream.batch_paths``
+    reads a file: a batch of records and frames at a time."""
     lines = iter_batches(member.stream, member.source, stats.damaged, limits, BATCH_LINES)
-    yield from parse_batches(lines, member.source, stats, parser)
+    yield from parse_batches(lines, member.source, stats, parser, collapse=True)
 
 
 def member_records(

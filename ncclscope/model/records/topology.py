@@ -147,6 +147,39 @@ class Connection(Record):
             return f"{self.transport.value}{suffix}"
         return suffix
 
+    @property
+    def printed_lines(self) -> tuple[int, ...]:
+        """The lines that printed this connection: one, or one per channel (``ConnectionGroup``)."""
+        return (self.line,)
+
+    @property
+    def printed_channels(self) -> tuple[int, ...]:
+        """The channels of ``printed_lines``, in the same order."""
+        return (self.channel,)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionGroup(Connection):
+    """One peer connection printed on several channels, read by the job model as one record:
+    the lines are alike but for the channel number (and a timestamp), printed by one thread with
+    no other line of its process between them (ncclscope.model.collapse). The fields are the
+    first line's; ``more_lines`` and ``more_channels`` are the others'. A 1,000-GPU job prints a
+    connection line per channel and peer: hundreds of thousands of lines, a few thousand
+    connections.
+
+    Not a record kind of its own: ``parse`` and ``export`` give every line as a ``Connection``."""
+
+    more_lines: tuple[int, ...] = ()
+    more_channels: tuple[int, ...] = ()
+
+    @property
+    def printed_lines(self) -> tuple[int, ...]:
+        return (self.line, *self.more_lines)
+
+    @property
+    def printed_channels(self) -> tuple[int, ...]:
+        return (self.channel, *self.more_channels)
+
 
 # --- rings and trees -----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from ncclscope.model.records.net import (
     IbMergedDevice,
 )
 from ncclscope.model.records.topology import Connection
-from ncclscope.model.views import views
+from ncclscope.model.views import line_count, views
 from ncclscope.rules._failures import _listing, _spread, _where
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
@@ -116,7 +116,7 @@ def _check_gdr_disabled(job: Job) -> Iterator[Finding]:
             {c.transport_detail.split("/")[1] for c in plain if "/" in c.transport_detail}
         )
         parts.append(
-            f"{len(plain)} inter-node receive connection(s) over NET/{nets} without /GDRDMA"
+            f"{line_count(plain)} inter-node receive connection(s) over NET/{nets} without /GDRDMA"
             f"{_where(plain)}"
         )
     msg = "GPU Direct RDMA is not in use: " + "; ".join(parts) + "."

@@ -18,7 +18,7 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import views
+from ncclscope.model.views import line_count, views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
     _fallback_causes,
@@ -94,7 +94,7 @@ def _check_socket_network(job: Job) -> Iterator[Finding]:
     on = f" The hosts' fabric is {fabric.value}." if fabric is not None else ""
     fix = fabric.fix if fabric is not None and fabric is not Fabric.ETHERNET else None
     if multi:
-        nconn = f"; {len(conns)} connection line(s) via NET/Socket" if conns else ""
+        nconn = f"; {line_count(conns)} connection line(s) via NET/Socket" if conns else ""
         yield RULE.finding(
             f"Inter-node traffic goes over TCP sockets{where} ({how}){nconn}. Why: {cause_text}."
             + on,

@@ -18,7 +18,7 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import views
+from ncclscope.model.views import line_count, views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
     _LOOPBACK,
@@ -87,7 +87,8 @@ def _check_socket_interfaces(job: Job) -> Iterator[Finding]:
         detail = ""
         if carried:
             devs = sorted({f"NET/Socket/{c.net_dev}={i.name}" for c, i in carried})
-            detail = f" {len(carried)} connection(s) use it ({', '.join(devs)})."
+            lines = line_count(c for c, _ in carried)
+            detail = f" {lines} connection(s) use it ({', '.join(devs)})."
         elif idle:
             detail = " NCCL chose another network, so no data uses it now."
         elif what == _LOOPBACK and multi:

@@ -13,7 +13,7 @@ from ncclscope.model.records.topology import (
     Connection,
 )
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import views
+from ncclscope.model.views import line_count, views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import _first_per_host, _hosts
 
@@ -65,7 +65,7 @@ def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
     if connected and not fallback:
         # the plugin complained but CollNet connected: a limit (datatypes, resources), not a loss
         yield RULE.finding(
-            f"CollNet over SHARP connected ({len(connected)} CollNet connection line(s)), but the "
+            f"CollNet over SHARP connected ({line_count(connected)} CollNet connection line(s)), but the "
             f"SHARP plugin warned on {len(hosts)} host(s): {'; '.join(why[:2])}.",
             [*_first_per_host(plugin), connected[0]],
             severity=Severity.INFO,

@@ -10,6 +10,7 @@ from ncclscope.model.job import Job
 from ncclscope.model.records.init import CommInit
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.traces import TopoXmlNvlink
+from ncclscope.model.views import line_count
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.topo._shared import _bus_int
 
@@ -61,7 +62,7 @@ def _check_nvlink_unused(job: Job) -> Iterator[Finding]:
         return
     first, nvl = slow[0]
     yield RULE.finding(
-        f"{len(slow)} connection(s) go through {first.transport} between GPUs that the topology "
+        f"{line_count(c for c, _ in slow)} connection(s) go through {first.transport} between GPUs that the topology "
         f"XML joins with {nvl.count} NVLink(s) ({nvl.busid} and {nvl.target}): NVLink P2P is "
         "not used.",
         [first, nvl],
