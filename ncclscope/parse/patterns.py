@@ -13,7 +13,7 @@ from ncclscope.parse.pattern_types import (
     LarkOnly,
 )
 
-GRAMMAR_HASH = "cb0249126f6ef4d9"
+GRAMMAR_HASH = "ccb283c39a821be8"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e2>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e3>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e6>[0-9]+: )| *(?P<e7>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e10>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e12>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e13>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e16>[0-9]+: )| *(?P<e17>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e20>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e22>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e23>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e26>[0-9]+: )| *(?P<e27>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e30>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e32>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e33>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e36>[0-9]+: )| *(?P<e37>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e40>\\[(?:rank|default)[0-9]+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:[0-9]++:[0-9]++)(?: |$)(?: *(?P<e42>\\[[0-9]+\\]))?| *(?P<e43>\\[[0-9]+\\])))?(?:(?: *[0-9]++\\.[0-9]++  *(?P<e44>[^\\s\\[\\]]+:[0-9]+)|(?: *[A-Za-z_][0-9A-Za-z_]*)?? *(?P<e45>[^\\s\\[\\]]+:[0-9]+)(?: *(?P<e46>\\([0-9A-Za-z_:~<>*, ]+\\)))?))? *$",
@@ -423,7 +423,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?[0-9]|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo[0-9A-Za-z_]+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?[0-9]|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo[0-9A-Za-z_]+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?)$",
         fields=(
             FieldPattern(
                 name="message",
@@ -432,7 +432,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:real path of |id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?[0-9]|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo[0-9A-Za-z_]+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?",
+            "r:(?:XML (?:Parse|Mismatch|Export Channel|Import Channel) |Attribute \\S+ of node |GetXmlFromCpu : |TopoFuseXmls : |KV Convert to str : |Error : (?:name |value |too many |XML parser is limited|tried to create too many|ran out of room|Could not find transport)|Could not find (?:id |gpu rank |GPU with rank |net id |rev link |node of type |NET with id |any local path |local GPU |NIC for rank )|Failed to find reverse path |Add (?:NVLink|PCI Link|C2c) error : |Unknown pattern -?[0-9]|Specified fused NIC |nvmlDeviceGetCount\\(\\) reported more devices|ncclTopo[0-9A-Za-z_]+ could not find |localHostHash = |Unknown netDevs policy|Invalid number of network devices|Could not create rings|Connecting rings? |Marking physical devices as unplaced|Max rings reached|Recursive P2P computation|Fusing NET devices from different NUMA|getXmlFromCpu: Unknown CPU|ncclTopoGetSystemFromXml: |ncclTopoGetDevNodes : )(?:[^\n]*\\S)?",
         ),
         alternative=10,
     ),
@@ -1262,6 +1262,23 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
     ),
     KindPattern(
+        kind="ras_event",
+        pattern="^(?P<ok>) *(?P<g1>(?:Continuing in spite of a RAS initialization error|fatal error - RAS thread terminating|Invalid client status -?[0-9]+))$",
+        fields=(
+            FieldPattern(
+                name="failure",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Continuing",
+            "w:Invalid",
+            "w:fatal",
+        ),
+        alternative=2,
+    ),
+    KindPattern(
         kind="config_invalid",
         pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *, *leaving it set at *-?[0-9]+$",
         fields=(),
@@ -1595,13 +1612,6 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:Failed",),
     ),
     KindPattern(
-        kind="ras_event",
-        pattern="^(?P<ok>) *Continuing in spite of a RAS initialization error$",
-        fields=(),
-        leads=("w:Continuing",),
-        alternative=2,
-    ),
-    KindPattern(
         kind="no_nvml_handle",
         pattern="^(?P<ok>) *No NVML device handle\\. Skipping nvlink detection\\.$",
         fields=(),
@@ -1796,18 +1806,6 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=2,
     ),
     KindPattern(
-        kind="graph_no_path",
-        pattern="^(?P<ok>) *Could not find a path for pattern *(?P<g1>[0-9]+) *, *falling back to simple order$",
-        fields=(
-            FieldPattern(
-                name="pattern",
-                groups=("g1",),
-                convert="int",
-            ),
-        ),
-        leads=("w:Could",),
-    ),
-    KindPattern(
         kind="proxy_event",
         pattern="^(?P<ok>) *Received and initiated operation= *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *res= *(?P<g2>-?[0-9]+)$",
         fields=(
@@ -1824,6 +1822,18 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:Received",),
         alternative=9,
+    ),
+    KindPattern(
+        kind="graph_no_path",
+        pattern="^(?P<ok>) *Could not find a path for pattern *(?P<g1>[0-9]+) *, *falling back to simple order$",
+        fields=(
+            FieldPattern(
+                name="pattern",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Could",),
     ),
     KindPattern(
         kind="topo_error",
@@ -1992,6 +2002,23 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:PXN",),
+    ),
+    KindPattern(
+        kind="sysfs_path_missing",
+        pattern="^(?P<ok>) *Could not find real path of *(?P<g1>[^\\s()]+)(?: *\\( *(?P<g2>[^()]*[^()\\s]) *\\))?$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Could",),
     ),
     KindPattern(
         kind="topo_error",

@@ -96,6 +96,7 @@ from ncclscope.rules.p2p import (
 )
 from ncclscope.rules.prof import prof101_profiler_operation_never_ended
 from ncclscope.rules.ras import (
+    ras001_ras_not_working,
     ras101_ras_dead_or_missing_ranks,
     ras102_ras_op_count_gap,
 )
@@ -115,6 +116,7 @@ from ncclscope.rules.topo import (
     topo004_topology_detection_fallback,
     topo005_low_channel_count,
     topo006_ranks_pinned_to_few_cpus,
+    topo007_device_missing_from_sysfs,
     topo101_nvlink_count_asymmetric,
     topo102_gpu_and_nic_on_different_sockets,
     topo103_topology_file_not_this_machine,
@@ -182,6 +184,7 @@ _MODULES: tuple[ModuleType, ...] = (
     topo004_topology_detection_fallback,
     topo005_low_channel_count,
     topo006_ranks_pinned_to_few_cpus,
+    topo007_device_missing_from_sysfs,
     nvls001_nvls_setup_failed,
     nvls002_mnnvl_not_working,
     nvls003_nvls_multicast_unavailable,
@@ -195,6 +198,7 @@ _MODULES: tuple[ModuleType, ...] = (
     hint001_nccl_hint,
     hang005_slow_communicator_init,
     hang006_job_killed_by_scheduler,
+    ras001_ras_not_working,
     env001_notable_env_override,
     env002_setting_differs_across_ranks,
     env003_forced_ll128_protocol,

@@ -75,6 +75,7 @@ class Category(StrEnum):
     BOOTSTRAP_FAILURE = "bootstrap-failure"
     LOW_CHANNELS = "low-channels"
     NVLS = "nvls"
+    RAS = "ras"
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -267,6 +267,50 @@ class LibfabricLog(Record):
     lf_message: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrashSignal(Record):
+    """A process caught a fatal signal: UCX ``Caught signal 11 (Segmentation fault: address not
+    mapped to object at address 0x48)``, Open MPI ``*** Process received signal ***`` and
+    ``Signal: Segmentation fault (11)``. The handler's ``[host:pid:…]`` stays in ``prefix``."""
+
+    KIND: ClassVar[str] = "crash_signal"
+    NCCL: ClassVar[bool] = False
+    signal: int | None = None
+    #: the signal's description as printed (``Segmentation fault: address not mapped …``)
+    signal_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrashBacktrace(Record):
+    """UCX ``==== backtrace (tid: 296459) ====``: the crashing thread, whose frames follow."""
+
+    KIND: ClassVar[str] = "crash_backtrace"
+    NCCL: ClassVar[bool] = False
+    #: the crashing thread's id, the ``tid`` NCCL's own lines from that thread carry
+    thread: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CrashFrame(Record):
+    """One frame of a crash stack: UCX ``1 0x0000000000122927 rasMsgHandlePeersUpdate()
+    /src/ras/peers.cc:540`` or `` 3  /opt/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]``,
+    Open MPI ``[host:1] [ 1] /usr/lib/libnccl.so.2(+0x3533c)[0x7f8eab35933c]``."""
+
+    KIND: ClassVar[str] = "crash_frame"
+    NCCL: ClassVar[bool] = False
+    #: Open MPI's frame number (UCX's leads the line and is not kept)
+    frame: int | None = None
+    address: str
+    #: the function, where the handler resolved it (UCX with debug info)
+    function: str | None = None
+    #: ``file:line`` (``???:0`` when unknown)
+    location: str | None = None
+    #: the shared object, in the backtrace_symbols forms
+    module: str | None = None
+    #: ``symbol+0xoffset`` or ``+0xoffset``, in the backtrace_symbols forms
+    symbol: str | None = None
+
+
 RECORD_TYPES = (
     OfiLog,
     LibfabricLog,
@@ -282,4 +326,7 @@ RECORD_TYPES = (
     FrameworkError,
     NcclLastError,
     JobKilled,
+    CrashSignal,
+    CrashBacktrace,
+    CrashFrame,
 )

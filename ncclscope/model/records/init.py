@@ -492,6 +492,10 @@ class RasEvent(Record):
     KIND: ClassVar[str] = "ras_event"
     #: the line after ``RAS``
     detail: str | None = None
+    #: the whole text of a line that says RAS stopped working in this process and does not start
+    #: with ``RAS``: ``Continuing in spite of a RAS initialization error``, ``fatal error - RAS
+    #: thread terminating``, ``Invalid client status 3``
+    failure: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

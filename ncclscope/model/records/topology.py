@@ -658,6 +658,20 @@ class TopoNetNotPci(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SysfsPathMissing(Record):
+    """``Could not find real path of /sys/class/pci_bus/0000:0d/../../0000:0d:00.0``: a device
+    path that does not resolve in this system's /sys (a GPU or NIC whose PCI device the VM,
+    WSL or container does not show; or, harmlessly, a virtual interface's ``device`` link)."""
+
+    KIND: ClassVar[str] = "sysfs_path_missing"
+    #: the path as NCCL built it (``/sys/class/pci_bus/<bus>/../../<busId>``,
+    #: ``/sys/class/infiniband/<dev>/device``, ``/sys/class/net/<if>/device``)
+    path: str
+    #: the strerror text NCCL adds for IB devices (2.8.4+)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NoNvmlHandle(Record):
     """``No NVML device handle. Skipping nvlink detection.``: NVLinks are not detected."""
 
@@ -829,7 +843,8 @@ class CollnetUnsupported(Record):
 class TopoError(Record):
     """``Error : could not find CPU close to GPU 3``, ``XML Parse : Unexpected EOF``, ``Could not open
     XML topology file /tmp/topo.xml : No such file or directory``: topology detection, the topology
-    XML or the graph search failed. The common shapes are typed; the others keep their text."""
+    XML or the graph search failed. The common shapes are typed; the others keep their text.
+    ``Could not find real path of …`` is :class:`SysfsPathMissing`."""
 
     KIND: ClassVar[str] = "topo_error"
     #: the text of a failure without typed fields
@@ -924,6 +939,7 @@ RECORD_TYPES = (
     P2pLegacyIpc,
     TopoReadFailed,
     TopoNetNotPci,
+    SysfsPathMissing,
     NoNvmlHandle,
     KvConvertFailed,
     TopoLoad,

@@ -16,6 +16,7 @@ from ncclscope.model.records.topology import (
 from ncclscope.model.views import views
 from ncclscope.rules._intranode import _first_per, _host
 from ncclscope.rules.base import Category, Finding, Rule, Severity
+from ncclscope.rules.topo._shared import numa_minus_one_read
 
 
 def _check_topology_detection(job: Job) -> Iterator[Finding]:
@@ -25,22 +26,26 @@ def _check_topology_detection(job: Job) -> Iterator[Finding]:
         handle. Skipping nvlink detection.``, ``Could not find a path for pattern N, falling back
         to simple order``, ``Topology detection: network path … is not a PCI device … Attaching
         to first CPU``, ``KV Convert to int : could not find value of '…' in dictionary``, and
-        ``Topology detection : could not read /sys/…``.
+        ``Topology detection : could not read /sys/…`` (except a NUMA node -1 in the path, which
+        is TOPO002's).
 
     Why it matters
         NCCL builds rings and trees from the topology it detects. Without NVML it does not see
         NVLinks (rings over PCIe at a fraction of the bandwidth); without a path for a pattern
         it uses a naive ring order; a NIC outside the PCI tree is attached to the first CPU, so
         GPU Direct RDMA and NIC choice are guesses; an unknown PCIe speed is replaced by a
-        default.
+        default. In VMs and containers the NIC and sysfs notes usually mean a ``/sys`` that does
+        not show the host's PCI tree (virtio or veth NICs, hidden PCI switches); TOPO007
+        reports a GPU or NIC missing from it altogether.
 
     Evidence it needs
         The topology lines above (INIT/GRAPH; several are WARN in older versions).
 
     What to do
         Make NVML visible in the container (the NVIDIA container runtime, matching driver and
-        ``libnvidia-ml.so``); expose ``/sys`` and real PCI devices for NICs (or pass
-        ``NCCL_TOPO_FILE``); upgrade NCCL when it does not know a new PCIe link speed.
+        ``libnvidia-ml.so``); expose ``/sys`` and real PCI devices for NICs, or in a VM pass
+        ``NCCL_TOPO_FILE`` with a PCI tree equivalent to the host's (NVIDIA/nccl #1843); upgrade
+        NCCL when it does not know a new PCIe link speed.
     """
     groups: list[tuple[str, Severity, list[Record]]] = [
         (
@@ -63,7 +68,12 @@ def _check_topology_detection(job: Job) -> Iterator[Finding]:
             Severity.INFO,
             list(job.of(KvConvertFailed)),
         ),
-        ("a sysfs file could not be read", Severity.INFO, list(job.of(TopoReadFailed))),
+        (
+            "a sysfs file could not be read",
+            Severity.INFO,
+            # a NUMA node -1 in the path is TOPO002's
+            [r for r in job.of(TopoReadFailed) if not numa_minus_one_read(r)],
+        ),
     ]
     for what, severity, recs in groups:
         if not recs:
