@@ -26,12 +26,7 @@ LONG = sorted((REAL / "long").glob("*.log"))
 
 #: facts the model cannot reach from what the parser gives it, with why (strict: fixing one
 #: turns its xfail into a failure, so the entry has to go)
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("L03", "processes"): (
-        "pid 633 prints only cut envelopes ('deepseek-v2-5-0-1:633:15086 [7] NCCL I'); the parser "
-        "counts them as noise, so no record names that process"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _facts(log: Path) -> tuple[dict[str, Any], dict[str, Any]]:

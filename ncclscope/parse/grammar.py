@@ -170,6 +170,9 @@ class Markers:
     #: a 2.0-2.2 line's bare level word after its whole envelope (``host:pid:tid [dev] INFO``);
     #: group "level" is the word
     legacy_level: re.Pattern[str]
+    #: a line that ends inside NCCL's level word right after a whole envelope
+    #: (``host:pid:tid [dev] NCCL I``); group "level" is the cut word
+    cut_level: re.Pattern[str]
     banner: re.Pattern[str]
     ray_repeated: re.Pattern[str]
     who: re.Pattern[str]
@@ -277,6 +280,11 @@ def markers() -> Markers:
             f"(?P<who>{_search_alternation(parser, ('WHO',))}) (?:{_terminal_regex(parser, 'DEV')}) "
             f"(?:(?:{_terminal_regex(parser, 'SRC_LOC')}) )?"
             f"(?P<level>{_terminal_regex(parser, 'LEGACY_LEVEL')})"
+        ),
+        cut_level=re.compile(
+            f"(?:{_search_alternation(parser, ('WHO',))}) (?:{_terminal_regex(parser, 'DEV')}) "
+            f"(?:(?:{_terminal_regex(parser, 'SRC_LOC')}) )?"
+            f"(?P<level>{_terminal_regex(parser, 'CUT_LEVEL')})"
         ),
         banner=re.compile(_terminal_regex(parser, "BANNER")),
         ray_repeated=re.compile(_terminal_regex(parser, "RAY_REPEATED")),

@@ -95,9 +95,15 @@ class _Part(NamedTuple):  # a tuple: built once per NCCL line, cheaper than a da
     envelope: str
     level: Level
     message: str
+    #: the line ends inside the level word: the envelope is whole, the message lost
+    cut: bool = False
 
 
 _LEVELS = {level.value: level for level in Level}
+#: a level word cut after its first letters: the first one names it
+_CUT_LEVELS = {level.value[0]: level for level in Level if level is not Level.VERSION}
+#: the reason of the record kept for a line cut inside its level word
+CUT_LEVEL_REASON = "cut-level"
 
 
 class LineParser:
@@ -134,7 +140,7 @@ class LineParser:
         if not found:
             banner = m.banner.search(text)
             if banner is None:
-                return []
+                return self._cut(text)
             return [_Part(text[: banner.start()], Level.VERSION, text[banner.start() :])]
         parts: list[_Part] = []
         env_start = 0
@@ -177,6 +183,16 @@ class LineParser:
         word = found.group("level")
         start = found.start("level")
         return [_Part(text[:start], Level(word.strip()), text[found.end() :])]
+
+    def _cut(self, text: str) -> list[_Part]:
+        """A line that ends inside the level word after a whole envelope (``host:pid:tid [dev]
+        NCCL I``): one part with no message, or none. The process is evidence; the message is lost."""
+        found = self._m.cut_level.search(text)
+        if found is None:
+            return []
+        start = found.start("level")
+        word = found.group("level")[len("NCCL ") :].strip()
+        return [_Part(text[:start], _CUT_LEVELS[word[0]], "", cut=True)]
 
     # -- envelope ----------------------------------------------------------------------------
 
@@ -266,7 +282,11 @@ class LineParser:
         for rec in records:
             if isinstance(rec, Unrecognized):
                 any_unrecognized = True
-                stats.shapes[shape_of(rec.message)] += 1
+                if rec.reason == CUT_LEVEL_REASON:
+                    # damage, not a message the grammar lacks: no shape to group
+                    stats.damaged.lines_level_cut += 1
+                else:
+                    stats.shapes[shape_of(rec.message)] += 1
         if any_unrecognized:
             stats.unrecognized += 1
         else:
@@ -381,7 +401,7 @@ class LineParser:
             level=part.level,
             **env,
             message=message,
-            reason="spliced" if spliced else "unknown-message",
+            reason=CUT_LEVEL_REASON if part.cut else "spliced" if spliced else "unknown-message",
         )
 
     def _foreign_starts(self, body: str) -> list[int]:

@@ -106,6 +106,9 @@ class Damage:
     #: lines holding a token longer than ``Limits.max_token_chars``: not given to the grammar,
     #: an NCCL one kept as ``unrecognized`` (reason ``over-budget``)
     lines_over_budget: int = 0
+    #: NCCL lines that end inside the level word after a whole envelope (``host:pid:tid [dev]
+    #: NCCL I``): kept as ``unrecognized`` (reason ``cut-level``), so their process is counted
+    lines_level_cut: int = 0
     #: the input looks like a binary file: every line is counted as noise
     binary: bool = False
     #: sentences about events: a stream that ends early, a capped decompression, skipped members
@@ -154,6 +157,11 @@ class Damage:
             out.append(
                 f"{self.lines_over_budget} line(s) not parsed: a token over the length cap "
                 "(an NCCL line is kept as unrecognized, reason over-budget)"
+            )
+        if self.lines_level_cut:
+            out.append(
+                f"{self.lines_level_cut} NCCL line(s) cut inside the level word: kept as "
+                "unrecognized (reason cut-level), their process counted"
             )
         return out
 

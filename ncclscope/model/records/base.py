@@ -64,6 +64,7 @@ class Unrecognized(Record):
 
     message: str = ""
     #: Why it is not typed: ``unknown-message``, ``spliced`` (two writers on one line),
-    #: ``over-budget`` (a token over ``Limits.max_token_chars``: not given to the grammar), or
+    #: ``over-budget`` (a token over ``Limits.max_token_chars``: not given to the grammar),
+    #: ``cut-level`` (the line ends inside the level word after a whole envelope), or
     #: ``build-error: …`` (a grammar rule built a value its record refuses).
     reason: str = "unknown-message"

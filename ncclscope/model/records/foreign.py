@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from signal import Signals
 from typing import ClassVar
 
 from ncclscope.model.records.base import Record
@@ -212,10 +213,14 @@ class OfiLog(Record):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobKilled(Record):
-    """A scheduler or launcher ending processes: Slurm ``*** STEP 1250740.1 ON ptyche0181
-    CANCELLED AT 2025-11-24T22:14:50 DUE TO TIME LIMIT ***``, ``srun: error: node1: tasks 2,6-7:
-    Killed``, ``mpirun noticed that process rank 7 with PID 0 on node n1 exited on signal 9
-    (Killed).``, torchrun ``failed (exitcode: -9) local_rank: 0 (pid: 970611) of binary: …``."""
+    """A scheduler, launcher or container runtime ending processes: Slurm ``*** STEP 1250740.1 ON
+    ptyche0181 CANCELLED AT 2025-11-24T22:14:50 DUE TO TIME LIMIT ***``, ``srun: error: node1:
+    tasks 2,6-7: Killed``, ``mpirun noticed that process rank 7 with PID 0 on node n1 exited on
+    signal 9 (Killed).``, torchrun ``failed (exitcode: -9) local_rank: 0 (pid: 970611) of binary:
+    …`` and its table's ``exitcode  : -9 (pid: 14750)``, ``traceback : Signal 9 (SIGKILL) received
+    by PID 14750``; Kubernetes ``Reason: OOMKilled``, ``Reason: Evicted``, ``Exit Code: 137``, ``The
+    node was low on resource: memory. Container kilo was using 30332Ki, which exceeds its request
+    of 0.``"""
 
     KIND: ClassVar[str] = "job_killed"
     NCCL: ClassVar[bool] = False
@@ -237,16 +242,46 @@ class JobKilled(Record):
     signal: int | None = None
     #: torchrun's exit code (negative: the signal that ended the process)
     exit_code: int | None = None
+    #: the signal's name as torchrun prints it: ``SIGKILL``
+    signal_name: str | None = None
+    #: Kubernetes' reason for a container's or pod's end: ``OOMKilled``, ``Evicted``
+    k8s_reason: str | None = None
+    #: a Kubernetes container's exit code when a signal ended it (128 + the signal: 137)
+    container_exit_code: int | None = None
+    #: the resource the node ran low on when the kubelet evicted the pod: ``memory``,
+    #: ``ephemeral-storage``
+    resource: str | None = None
 
     @property
     def launcher(self) -> str:
+        """Who reported the end: ``slurm``, ``srun``, ``kubernetes``, ``mpirun`` or ``torchrun``."""
         if self.unit is not None:
             return "slurm"
         if self.tasks is not None:
             return "srun"
-        if self.signal is not None:
+        if (
+            self.k8s_reason is not None
+            or self.resource is not None
+            or self.container_exit_code is not None
+        ):
+            return "kubernetes"
+        if self.node is not None:
             return "mpirun"
         return "torchrun"
+
+    @property
+    def killed_by(self) -> int | None:
+        """The signal that ended the process, when the line says one (a negative exit code, an
+        exit code of 128 + N)."""
+        if self.signal is not None:
+            return self.signal
+        if self.exit_code is not None and self.exit_code < 0:
+            return -self.exit_code
+        if self.container_exit_code is not None:
+            return self.container_exit_code - 128
+        if self.signal_name is not None and self.signal_name in Signals.__members__:
+            return int(Signals[self.signal_name])
+        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
