@@ -244,3 +244,17 @@ def test_a_connection_on_several_channels_is_one_record_until_another_line_of_it
     job = build_job(parse_text(log.decode()), HIGH_VOLUME_KINDS)
     assert job.counts["connection"] == 7
     assert sum(views(job).transport_counts.values()) == 7
+
+
+def test_a_turned_around_connection_stays_turned_around_as_a_group() -> None:
+    """TRACE ``a <- b`` lines are turned around when read; their group must not be again."""
+    log = (
+        b"h:1:1 [1] NCCL INFO Ring 00 : 1[1] <- 0[0] via P2P/CUMEM\n"
+        b"h:1:1 [1] NCCL INFO Ring 01 : 1[1] <- 0[0] via P2P/CUMEM\n"
+    )
+    got = _same_model(log)
+    assert [(cls, r["from_rank"], r["to_rank"], r["more_lines"]) for cls, r in got] == [
+        ("ConnectionGroup", 0, 1, [2])
+    ]
+    (group,) = collapse_connections(parse_text(log.decode()))
+    assert (group.from_rank, group.to_rank, group.from_bracket) == (0, 1, "0")
