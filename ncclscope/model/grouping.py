@@ -50,7 +50,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from ncclscope.model.enums import Level
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import CUT_LEVEL_REASON, Record, Unrecognized
 from ncclscope.model.records.init import CommInit
 from ncclscope.model.records.version_env import EnvSetting, VersionBanner
 
@@ -158,8 +158,10 @@ class JobGroup:
 def identity_of(source: str, folder: str, records: Iterable[Record]) -> Identity:
     """The identity of an input from its records: its ``Init`` lines, version banners and
     warnings, and the processes of its first ``FIRST_INFO`` ``NCCL INFO`` lines (a process that
-    printed no ``Init`` line still says who it is). Only these are read, so that a scan that
-    parses only those lines (``bulk``) and a full parse (``diagnose``) give the same identity."""
+    printed no ``Init`` line still says who it is) and of every line cut inside its level word
+    (``host:pid:tid [dev] NCCL I``: all that is left of a process whose lines a collector cut).
+    Only these are read, so that a scan that parses only those lines (``bulk``) and a full parse
+    (``diagnose``) give the same identity."""
     comms: dict[tuple[str | None, int], set[int]] = defaultdict(set)
     processes: set[tuple[str, int]] = set()
     versions: set[str] = set()
@@ -168,9 +170,12 @@ def identity_of(source: str, folder: str, records: Iterable[Record]) -> Identity
     roots: set[str] = set()
     infos = 0
     for rec in records:
-        if rec.level is Level.INFO:
+        cut = isinstance(rec, Unrecognized) and rec.reason == CUT_LEVEL_REASON
+        if rec.level is Level.INFO and not cut:
             infos += 1
-        if isinstance(rec, CommInit):
+        if cut:
+            pass
+        elif isinstance(rec, CommInit):
             cid = f"0x{rec.comm_id:x}" if rec.comm_id is not None else None
             comms[(cid, rec.nranks)].add(rec.rank)
         elif isinstance(rec, VersionBanner):

@@ -18,7 +18,7 @@ from lark.exceptions import LarkError
 
 from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS
-from ncclscope.model.records.base import Record, Unrecognized
+from ncclscope.model.records.base import CUT_LEVEL_REASON, Record, Unrecognized
 from ncclscope.parse.grammar import TAIL_WINDOW, Markers, lark_parser, markers
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.reader import (
@@ -102,8 +102,6 @@ class _Part(NamedTuple):  # a tuple: built once per NCCL line, cheaper than a da
 _LEVELS = {level.value: level for level in Level}
 #: a level word cut after its first letters: the first one names it
 _CUT_LEVELS = {level.value[0]: level for level in Level if level is not Level.VERSION}
-#: the reason of the record kept for a line cut inside its level word
-CUT_LEVEL_REASON = "cut-level"
 
 
 class LineParser:

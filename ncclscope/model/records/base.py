@@ -56,6 +56,11 @@ class Record:
     prefix: str | None = None
 
 
+#: the reason of the record kept for a line cut inside its level word (``host:pid:tid [dev] NCCL
+#: I``): its envelope says which process printed it, the message is lost
+CUT_LEVEL_REASON = "cut-level"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Unrecognized(Record):
     """An NCCL line whose message the grammar does not know: kept whole, never dropped."""
