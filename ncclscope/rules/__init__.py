@@ -93,6 +93,7 @@ from ncclscope.rules.p2p import (
     p2p004_p2p_disabled_by_environment,
     p2p005_acs_iommu_blocks_p2p,
     p2p006_net_between_ranks_of_one_host,
+    p2p007_net_between_containers_of_one_machine,
 )
 from ncclscope.rules.prof import prof101_profiler_operation_never_ended
 from ncclscope.rules.ras import (
@@ -178,6 +179,7 @@ _MODULES: tuple[ModuleType, ...] = (
     p2p004_p2p_disabled_by_environment,
     p2p005_acs_iommu_blocks_p2p,
     p2p006_net_between_ranks_of_one_host,
+    p2p007_net_between_containers_of_one_machine,
     topo001_nvlink_present_not_used,
     topo002_cpu_numa_undetected,
     topo003_gpu_nic_path_through_sys,

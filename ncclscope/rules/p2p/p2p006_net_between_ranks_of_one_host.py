@@ -35,7 +35,7 @@ def _check_net_inside_host(job: Job) -> Iterator[Finding]:
         memory between them: their traffic leaves through the NIC (or TCP) and comes back, at a
         fraction of NVLink's bandwidth (NVIDIA/nccl #324, #1781, #1511). Running all ranks of a
         machine in one container restores it; CUDA itself does not allow P2P to a GPU the
-        container cannot see.
+        container cannot see. P2P007 reports containers that print different host names.
 
     Evidence it needs
         Connection lines (INIT/P2P) whose two ranks resolve to hosts (communicator-local ranks
