@@ -53,6 +53,9 @@ def _local_ranks_of_summary(job: Job) -> dict[tuple[str, int], int]:
     )
     for init in job.of(CommInit):
         inits_by_thread[(init.source, init.host, init.pid, init.tid)].append(init)
+    # asked once: Job.of copies its list, and asking per summary cost summaries x inits (14 s of
+    # 150 s on 300 MB of the init-heavy log, the most of every rule)
+    no_inits = not inits_by_thread
     host_devs: dict[str | None, set[int]] = defaultdict(set)
     for (host, _pid), proc in job.processes.items():
         host_devs[host].update(proc.devs)
@@ -73,7 +76,7 @@ def _local_ranks_of_summary(job: Job) -> dict[tuple[str, int], int]:
                 key = comm_of_ptr.get((nxt.host, nxt.pid, nxt.comm))
                 if key is not None:
                     count = per_host_of_comm.get((key, nxt.host))
-        if count is None and not job.of(CommInit):
+        if count is None and no_inits:
             # an excerpt without init lines: the devices the host's processes printed from
             count = len(host_devs.get(rec.host, set()))
         if count is not None:
