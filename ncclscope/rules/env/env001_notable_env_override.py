@@ -9,7 +9,7 @@ from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import SymmetricUnsupported
-from ncclscope.model.records.net import NetPluginEnvSet, SharpInitialized
+from ncclscope.model.records.net import IbDevices, NetPluginEnvSet, SharpInitialized
 from ncclscope.model.records.topology import (
     ChannelSummary,
     CollnetUnsupported,
@@ -151,6 +151,8 @@ def _consequence(job: Job, name: str, value: str) -> tuple[str, Sequence[Record]
             return f" The log shows 'use ring PXN {'/'.join(map(str, pxn))}'.", rings[:1]
     if name in ("NCCL_ALGO", "NCCL_PROTO"):
         return _tuning_choices(job, name)
+    if name == "NCCL_IB_HCA":
+        return _hcas_kept(job)
     return "", []
 
 
@@ -223,6 +225,20 @@ def _cumem_off(job: Job, conns: list[Connection]) -> tuple[str, Sequence[Record]
     return (f" The log shows {'; '.join(parts)}.", out) if parts else ("", [])
 
 
+def _hcas_kept(job: Job) -> tuple[str, Sequence[Record]]:
+    """HCAs restricted: how many the IB transport kept, and the collective channels built on them."""
+    ib = [r for r in job.of(IbDevices) if r.devices]
+    if not ib:
+        return "", []
+    kept = sorted({len(r.devices) for r in ib})
+    shown = f" The log shows NET/IB using {'/'.join(map(str, kept))} device(s)"
+    chans = job.of(ChannelSummary)
+    if chans:
+        coll = sorted({c.coll_channels for c in chans})
+        shown += f", {', '.join(map(str, coll))} collective channel(s)"
+    return shown + ".", ib[:1]
+
+
 def _tuning_choices(job: Job, name: str) -> tuple[str, Sequence[Record]]:
     """A forced algorithm or protocol: what NCCL's tuning lines (TUNING) then picked."""
     choices = job.of(TuningChoice)
@@ -261,7 +277,8 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
         connection lines, the channel count, NET with or without GDRDMA, the NVLS channels, CollNet
         connections or its fallback, legacy IPC and symmetric memory off, ring PXN), and every
         other NCCL override (forced algorithm or protocol with the tuning choices logged, channel
-        caps with the channels logged, thresholds) in one list, with the NCCL settings a network
+        caps with the channels logged, HCAs restricted with the devices kept, thresholds) in one
+        list, with the NCCL settings a network
         plugin forced itself (aws-ofi-nccl ``Setting NCCL_PROTO to "simple"``). Settings that only
         change logging are left out.
 
@@ -358,6 +375,7 @@ RULE = Rule(
         EnvSetting,
         NetPluginEnvSet,
         Connection,
+        IbDevices,
         ChannelSummary,
         ConnectedAll,
         NvlsSupport,
