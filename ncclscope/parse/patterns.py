@@ -13,7 +13,7 @@ from ncclscope.parse.pattern_types import (
     LarkOnly,
 )
 
-GRAMMAR_HASH = "2d48f288df5ffbb1"
+GRAMMAR_HASH = "62ab65b096bd273a"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e2>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e3>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e6>[0-9]+: )| *(?P<e7>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e10>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e12>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e13>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e16>[0-9]+: )| *(?P<e17>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e20>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e22>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e23>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e26>[0-9]+: )| *(?P<e27>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e30>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e32>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e33>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e36>[0-9]+: )| *(?P<e37>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e40>\\[(?:rank|default)[0-9]+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:[0-9]++:[0-9]++)(?: |$)(?: *(?P<e42>\\[[0-9]+\\]))?| *(?P<e43>\\[[0-9]+\\])))?(?:(?: *[0-9]++\\.[0-9]++  *(?P<e44>[^\\s\\[\\]]+:[0-9]+)|(?: *[A-Za-z_][0-9A-Za-z_]*)?? *(?P<e45>[^\\s\\[\\]]+:[0-9]+)(?: *(?P<e46>\\([0-9A-Za-z_:~<>*, ]+\\)))?))? *$",
@@ -1781,6 +1781,33 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=10,
     ),
     KindPattern(
+        kind="symmetric_unsupported",
+        pattern="^(?P<ok>) *Symmetric memory is not supported\\. *cuMemEnable *(?P<g1>[0-9]+) *, *(?:globalGinSupport|ginSupport) *(?P<g2>[0-9]+)(?: *, *globalNicFused *(?P<g3>[0-9]+))?(?:(?: *,)?? *cuMemGdrSupport *(?P<g4>[0-9]+))?$",
+        fields=(
+            FieldPattern(
+                name="cumem_enable",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="gin_support",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="global_nic_fused",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cumem_gdr_support",
+                groups=("g4",),
+                convert="int",
+            ),
+        ),
+        leads=("w:Symmetric",),
+    ),
+    KindPattern(
         kind="dma_buf_available",
         pattern="^(?P<ok>) *DMA\\-BUF is available on GPU device *(?P<g1>[0-9]+)$",
         fields=(
@@ -2738,6 +2765,18 @@ KINDS: tuple[KindPattern, ...] = (
         leads=("w:P2P",),
     ),
     KindPattern(
+        kind="net_state",
+        pattern="^(?P<ok>) *Retrieving state for *(?P<g1>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="network",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Retrieving",),
+    ),
+    KindPattern(
         kind="proxy_event",
         pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Device *(?P<g2>-?[0-9]+) *CPU core *(?P<g3>[0-9]+)$",
         fields=(
@@ -3291,6 +3330,24 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:Threads",),
+    ),
+    KindPattern(
+        kind="net_state",
+        pattern="^(?P<ok>) *Initialized state *(?P<g1>[0-9]+) *for *(?P<g2>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="slot",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="network",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:Initialized",),
+        alternative=1,
     ),
     KindPattern(
         kind="alloc_failed",
@@ -4971,6 +5028,36 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=4,
     ),
     KindPattern(
+        kind="sharp_initialized",
+        pattern="^(?P<ok>)(?: *Sharp rank| *SHARP rank(?P<g1>)) *(?P<g2>-?[0-9]+) */ *(?P<g3>[0-9]+) *initialized on *(?P<g4>\\S+)$",
+        fields=(
+            FieldPattern(
+                name="confirmed",
+                groups=("g1",),
+                convert="flag",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="sharp_devices",
+                groups=("g4",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:SHARP",
+            "w:Sharp",
+        ),
+    ),
+    KindPattern(
         kind="nvls_trees",
         pattern="^(?P<ok>) *NVLS Trees *:(?P<g1>(?: * *-?[0-9]+(?: */ *-?[0-9]+)* *\\-> *-?[0-9]+ *\\-> *-?[0-9]+)+)$",
         fields=(
@@ -5233,6 +5320,24 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:Bootstrap",),
+    ),
+    KindPattern(
+        kind="nvls_head",
+        pattern="^(?P<ok>) *NVLS Head *(?P<g1>[0-9]+) *:(?P<g2>(?: *[0-9]+)*)$",
+        fields=(
+            FieldPattern(
+                name="head",
+                groups=("g1",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="head_ranks",
+                groups=("g2",),
+                convert="int",
+                items=(" *([0-9]+)",),
+            ),
+        ),
+        leads=("w:NVLS",),
     ),
     KindPattern(
         kind="nvls_comm",
@@ -6403,6 +6508,19 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
     ),
     KindPattern(
+        kind="rank_info",
+        pattern="^(?P<ok>) *nranks *(?P<g1>[0-9]+)$",
+        fields=(
+            FieldPattern(
+                name="nranks",
+                groups=("g1",),
+                convert="int",
+            ),
+        ),
+        leads=("w:nranks",),
+        alternative=1,
+    ),
+    KindPattern(
         kind="graph_loaded",
         pattern="^(?P<ok>) *Search *(?P<g1>[0-9]+) *: *(?P<g2>[0-9]+) *channels loaded from XML graph$",
         fields=(
@@ -6655,6 +6773,18 @@ KINDS: tuple[KindPattern, ...] = (
         alternative=2,
     ),
     KindPattern(
+        kind="sharp_datatypes_unsupported",
+        pattern="^(?P<ok>) *SHARP *(?P<g1>[a-z0-9]+(?:,[a-z0-9]+)*) *Datatypes not supported$",
+        fields=(
+            FieldPattern(
+                name="datatypes",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
+        leads=("w:SHARP",),
+    ),
+    KindPattern(
         kind="trees",
         pattern="^(?P<ok>) *Trees(?:(?P<g1>(?:(?: * *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| * *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: *\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*)?))+))?$",
         fields=(
@@ -6870,6 +7000,49 @@ KINDS: tuple[KindPattern, ...] = (
             "w:Coll",
             "w:CollNet",
         ),
+        alternative=2,
+    ),
+    KindPattern(
+        kind="rank_info",
+        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g3>[0-9]+)(?: *cudaDev *(?P<g4>[0-9]+))?(?: *nvmlDev *(?P<g5>[0-9]+))?(?: *busId *(?P<g6>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *compCap *(?P<g7>[0-9]+))?$",
+        fields=(
+            FieldPattern(
+                name="comm",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="rank",
+                groups=("g2",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nranks",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="cuda_dev",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="nvml_dev",
+                groups=("g5",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="bus_id",
+                groups=("g6",),
+                convert="busid",
+            ),
+            FieldPattern(
+                name="comp_cap",
+                groups=("g7",),
+                convert="int",
+            ),
+        ),
+        leads=("w:comm",),
         alternative=2,
     ),
     KindPattern(
@@ -7626,11 +7799,26 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
     ),
     KindPattern(
+        kind="net_plugin_option_unsupported",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *not supported(?: *\\.)?$",
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+    ),
+    KindPattern(
         kind="net_plugin_error",
         pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *OFI NCCL failure *: *-?[0-9]+$",
         fields=(),
         leads=("w:NET",),
         guard=True,
+    ),
+    KindPattern(
+        kind="net_plugin_env_set",
+        pattern='^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *to *" *[^"\\s]+ *"$',
+        fields=(),
+        leads=("w:NET",),
+        guard=True,
+        alternative=1,
     ),
     KindPattern(
         kind="tuning_table_row",
@@ -7718,6 +7906,10 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="net_plugin_env_set",
+        reason="lookaround inside 'NET\\\\/(?!IB\\\\b|Socket\\\\b|Plugin\\\\b|MLX5\\\\b)[A-Za-z][\\\\w-]*'",
+    ),
+    LarkOnly(
+        kind="net_plugin_option_unsupported",
         reason="lookaround inside 'NET\\\\/(?!IB\\\\b|Socket\\\\b|Plugin\\\\b|MLX5\\\\b)[A-Za-z][\\\\w-]*'",
     ),
     LarkOnly(

@@ -658,11 +658,35 @@ class CommDestroyed(Record):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RankLine(Record):
-    """``rank 0 nranks 16`` (2.3): a process's rank and the communicator size."""
+    """A rank and its communicator's size, as old releases print them at init (and later ones at
+    TRACE): ``rank 0 nranks 16`` (2.3), ``nranks 4`` (2.3-2.4), ``comm 0x7fc8e824c640 rank 0 nranks
+    4`` (2.3), ``comm 0x… rank 0 nranks 4 cudaDev 0 nvmlDev 0`` (2.4), ``… cudaDev 0 busId 1b000
+    compCap 90`` (TRACE)."""
 
     KIND: ClassVar[str] = "rank_info"
-    rank: int
+    #: None in ``nranks %d``, which names the size alone
+    rank: int | None = None
     nranks: int
+    comm: str | None = None
+    cuda_dev: int | None = None
+    nvml_dev: int | None = None
+    bus_id: str | None = None
+    #: the GPU's compute capability (``compCap 90``, TRACE 2.16+)
+    comp_cap: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SymmetricUnsupported(Record):
+    """``Symmetric memory is not supported. cuMemEnable 0, ginSupport 1, globalNicFused 0``
+    (2.29+): the communicator gets no symmetric-memory kernels, and the flags say why (cuMem off,
+    no GIN or no cuMem GDR support on some rank). Informational: NCCL runs its regular kernels."""
+
+    KIND: ClassVar[str] = "symmetric_unsupported"
+    cumem_enable: int
+    #: ``ginSupport`` (2.29.2-2.29.3), ``globalGinSupport`` (2.29.7+)
+    gin_support: int
+    global_nic_fused: int | None = None
+    cumem_gdr_support: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -676,6 +700,7 @@ class InitThreads(Record):
 RECORD_TYPES = (
     CommDestroyed,
     RankLine,
+    SymmetricUnsupported,
     InitThreads,
     ReturnCode,
     CommInit,

@@ -482,6 +482,41 @@ class NetPluginEnvSet(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NetPluginOptionUnsupported(Record):
+    """aws-ofi-nccl ``NET/OFI Setting FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not
+    supported.``: the endpoint does not keep 128-byte stores in order, so LL/LL128 are unsafe on it
+    (the plugin then sets ``NCCL_PROTO`` to simple unless the user set it)."""
+
+    KIND: ClassVar[str] = "net_plugin_option_unsupported"
+    plugin: str
+    option: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharpInitialized(Record):
+    """nccl-rdma-sharp-plugins ``SHARP rank 1/4 initialized on mlx5_4:1``: this rank's SHARP
+    context is up on those devices. The ``SHARP`` spelling is printed after ``sharp_coll_init``
+    succeeded (``confirmed``); older plugins print ``Sharp rank …`` before checking, so a ``SHARP coll
+    init error`` may follow it. The SHARP group (``SHARP group create``) is made after this line."""
+
+    KIND: ClassVar[str] = "sharp_initialized"
+    rank: int
+    nranks: int
+    sharp_devices: str
+    confirmed: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharpDatatypesUnsupported(Record):
+    """WARN ``SHARP int8,uint8,bfloat16 Datatypes not supported`` (sharp_plugin.c): the SHARP
+    devices lack these types, so CollNet does not reduce them (NCCL uses rings and trees for
+    them). A limit, not a failure: the other types still go through SHARP."""
+
+    KIND: ClassVar[str] = "sharp_datatypes_unsupported"
+    datatypes: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NetPluginError(Record):
     """``NET/OFI OFI NCCL failure: 2``."""
 
@@ -886,6 +921,9 @@ RECORD_TYPES = (
     NetPluginProviderNotFound,
     NetPluginVersion,
     NetPluginEnvSet,
+    NetPluginOptionUnsupported,
+    SharpInitialized,
+    SharpDatatypesUnsupported,
     NetPluginError,
     NetPluginMessage,
     TcpxTimeout,

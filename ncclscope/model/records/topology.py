@@ -717,6 +717,30 @@ class TopoNet(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NetState(Record):
+    """``Retrieving state for IB``, ``Initialized state 0 for IB`` (GRAPH, 2.24-2.27): the topology
+    looks up the NIC state it shares across communicators for a network (physical and virtual NIC
+    counts), and creates it in a slot the first time. Informational: it names the network whose
+    NICs the topology holds, as ``Using network`` does; nothing here is a failure (a lookup that
+    finds no slot is the WARN ``NET/TOPO : Couldn't find net with name``)."""
+
+    KIND: ClassVar[str] = "net_state"
+    network: str
+    #: the slot created (``Initialized state %d``); None for a lookup
+    slot: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NvlsHead(Record):
+    """``NVLS Head  0:  0  8`` (2.18+, ranks of node 0): the ranks, one per node (at most 20), that
+    head NVLS head 0 across nodes; the NVLS trees link them."""
+
+    KIND: ClassVar[str] = "nvls_head"
+    head: int
+    head_ranks: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TopoNicFilled(Record):
     """``ncclTopoPopulateNics : Filled mlx5_0 in topo with pciPath=/sys/devices/… keep=1
     coll=(null)`` (2.24+)."""
@@ -897,6 +921,8 @@ class UdsError(Record):
 
 
 RECORD_TYPES = (
+    NetState,
+    NvlsHead,
     P2pNotSupported,
     NvlsTeamUnavailable,
     Connection,

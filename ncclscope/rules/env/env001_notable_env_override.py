@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
-from ncclscope.model.records.topology import ChannelSummary, Connection
+from ncclscope.model.records.init import SymmetricUnsupported
+from ncclscope.model.records.net import IbDevices, NetPluginEnvSet, SharpInitialized
+from ncclscope.model.records.topology import (
+    ChannelSummary,
+    CollnetUnsupported,
+    ConnectedAll,
+    Connection,
+    NvlsSupport,
+    TuningChoice,
+)
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import views
+from ncclscope.model.views import line_count, views
 from ncclscope.rules._protocols import forcing_ll128
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
@@ -90,36 +99,172 @@ def _notable(name: str) -> bool:
     )
 
 
-def _consequence(job: Job, name: str, value: str) -> tuple[str, list[Record]]:
-    """What the same log shows the setting did: the transports, channels or protocols NCCL
-    then built, with one line that shows it."""
+def _consequence(job: Job, name: str, value: str) -> tuple[str, Sequence[Record]]:
+    """What the same log shows the setting did: the transports, channels, protocols or features
+    NCCL then built, with one line that shows it ("", [] when the log shows nothing of it)."""
     v = views(job)
-    counts = v.transport_counts
     conns: list[Connection] = job.of(Connection)
-    out: list[Record] = []
-    if name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL") and counts:
+    off = value.strip().lower() in ("0", "false", "no", "off")
+    if name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL") and v.transport_counts:
         shm = [c for c in conns if c.transport is Transport.SHM]
         if shm:
-            out += shm[:1]
-            return f" The log shows it: {len(shm)} connection(s) via SHM inside nodes.", out
-    if name in ("NCCL_IB_DISABLE", "NCCL_NET") and counts:
+            return (
+                f" The log shows it: {line_count(shm)} connection line(s) via SHM inside nodes.",
+                shm[:1],
+            )
+    if name in ("NCCL_IB_DISABLE", "NCCL_NET") and v.transport_counts:
         sock = [c for c in conns if (c.net_name or "").lower() == "socket"]
         if sock:
-            out += sock[:1]
-            return f" The log shows it: {len(sock)} connection(s) via NET/Socket.", out
-    if name in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE"):
+            return (
+                f" The log shows it: {line_count(sock)} connection line(s) via NET/Socket.",
+                sock[:1],
+            )
+    if name in _CHANNEL_SETTINGS:
         chans = job.of(ChannelSummary)
         if chans:
             n = sorted({c.coll_channels for c in chans})
-            out += chans[:1]
-            return f" The log shows {', '.join(map(str, n))} collective channel(s).", out
+            shown = f" The log shows {', '.join(map(str, n))} collective channel(s)"
+            if name in _P2P_CHANNEL_SETTINGS:
+                p2p = sorted({c.p2p_channels_per_peer for c in chans})
+                shown += f", {', '.join(map(str, p2p))} p2p channel(s) per peer"
+            return shown + ".", chans[:1]
     if name == "NCCL_NET_GDR_LEVEL":
         net = [c for c in conns if c.transport is Transport.NET]
-        plain = [c for c in net if "GDRDMA" not in c.transport_detail]
-        if net and plain:
-            out += plain[:1]
-            return f" {len(plain)} of {len(net)} NET connection(s) run without GDRDMA.", out
-    return "", out
+        plain = [c for c in net if not c.gdr]
+        if plain:
+            return (
+                f" {line_count(plain)} of {line_count(net)} NET connection line(s) run without GDRDMA.",
+                plain[:1],
+            )
+        if net:
+            return f" All {line_count(net)} NET connection line(s) use GDRDMA here.", net[:1]
+    if name == "NCCL_NVLS_ENABLE" and off:
+        return _nvls_off(job)
+    if name == "NCCL_COLLNET_ENABLE" and not off:
+        return _collnet_on(job, conns)
+    if name == "NCCL_CUMEM_ENABLE" and off:
+        return _cumem_off(job, conns)
+    if name == "NCCL_PXN_DISABLE" and not off:
+        rings = [r for r in job.of(ConnectedAll) if r.pxn is not None]
+        if rings:
+            pxn = sorted({r.pxn for r in rings if r.pxn is not None})
+            return f" The log shows 'use ring PXN {'/'.join(map(str, pxn))}'.", rings[:1]
+    if name in ("NCCL_ALGO", "NCCL_PROTO"):
+        return _tuning_choices(job, name)
+    if name == "NCCL_IB_HCA":
+        return _hcas_kept(job)
+    return "", []
+
+
+# settings whose consequence is the channel count NCCL printed
+_P2P_CHANNEL_SETTINGS = frozenset(
+    {"NCCL_NCHANNELS_PER_PEER", "NCCL_MIN_P2P_NCHANNELS", "NCCL_MAX_P2P_NCHANNELS"}
+)
+_CHANNEL_SETTINGS = frozenset(
+    {
+        "NCCL_MAX_NCHANNELS",
+        "NCCL_MIN_NCHANNELS",
+        "NCCL_MAX_CTAS",
+        "NCCL_MIN_CTAS",
+        "NCCL_TOPO_FILE",
+        "NCCL_GRAPH_FILE",
+        *_P2P_CHANNEL_SETTINGS,
+    }
+)
+
+
+def _nvls_off(job: Job) -> tuple[str, Sequence[Record]]:
+    """NVLS switched off: the NVLS channels NCCL printed, and GPUs that had NVLS multicast."""
+    chans = [c for c in job.of(ChannelSummary) if c.nvls_channels is not None]
+    able = [r for r in job.of(NvlsSupport) if not r.not_available]
+    parts: list[str] = []
+    out: list[Record] = []
+    if chans:
+        n = sorted({c.nvls_channels for c in chans if c.nvls_channels is not None})
+        parts.append(f"{'/'.join(map(str, n))} NVLS channel(s)")
+        out += chans[:1]
+    if able:
+        parts.append(f"NVLS multicast available on {len(able)} GPU line(s)")
+        out += able[:1]
+    return (f" The log shows {' while '.join(parts)}.", out) if parts else ("", [])
+
+
+def _collnet_on(job: Job, conns: list[Connection]) -> tuple[str, Sequence[Record]]:
+    """CollNet asked for: whether it connected, initialized SHARP, or fell back."""
+    collnet = [c for c in conns if c.transport is Transport.COLLNET]
+    fallback = job.of(CollnetUnsupported)
+    sharp = [r for r in job.of(SharpInitialized) if r.confirmed]
+    if fallback:
+        return (
+            f" The log shows CollNet falling back to point-to-point on "
+            f"{len({r.host for r in fallback})} host(s).",
+            fallback[:1],
+        )
+    if collnet:
+        shown = f" The log shows {line_count(collnet)} CollNet connection line(s)"
+        if sharp:
+            shown += f", SHARP initialized on {len({r.host for r in sharp})} host(s)"
+        return shown + ".", collnet[:1]
+    return "", []
+
+
+def _cumem_off(job: Job, conns: list[Connection]) -> tuple[str, Sequence[Record]]:
+    """cuMem switched off: P2P over legacy IPC, and no symmetric-memory kernels."""
+    parts: list[str] = []
+    out: list[Record] = []
+    ipc = [c for c in conns if c.transport is Transport.P2P and c.p2p_mode == "IPC"]
+    if ipc:
+        parts.append(f"{line_count(ipc)} P2P connection line(s) via legacy IPC (not CUMEM)")
+        out += ipc[:1]
+    sym = [r for r in job.of(SymmetricUnsupported) if r.cumem_enable == 0]
+    if sym:
+        parts.append(
+            "symmetric-memory kernels off (Symmetric memory is not supported. cuMemEnable 0)"
+        )
+        out += sym[:1]
+    return (f" The log shows {'; '.join(parts)}.", out) if parts else ("", [])
+
+
+def _hcas_kept(job: Job) -> tuple[str, Sequence[Record]]:
+    """HCAs restricted: how many the IB transport kept, and the collective channels built on them."""
+    ib = [r for r in job.of(IbDevices) if r.devices]
+    if not ib:
+        return "", []
+    kept = sorted({len(r.devices) for r in ib})
+    shown = f" The log shows NET/IB using {'/'.join(map(str, kept))} device(s)"
+    chans = job.of(ChannelSummary)
+    if chans:
+        coll = sorted({c.coll_channels for c in chans})
+        shown += f", {', '.join(map(str, coll))} collective channel(s)"
+    return shown + ".", ib[:1]
+
+
+def _tuning_choices(job: Job, name: str) -> tuple[str, Sequence[Record]]:
+    """A forced algorithm or protocol: what NCCL's tuning lines (TUNING) then picked."""
+    choices = job.of(TuningChoice)
+    picked = sorted(
+        {str(c.algorithm if name == "NCCL_ALGO" else c.protocol) for c in choices} - {"None"}
+    )
+    if not picked:
+        return "", []
+    what = "algorithm" if name == "NCCL_ALGO" else "protocol"
+    return (
+        f" The log's {len(choices)} tuning line(s) pick {what} {', '.join(picked[:4])}.",
+        choices[:1],
+    )
+
+
+def _plugin_settings(job: Job, named: set[str]) -> list[tuple[str, str, list[NetPluginEnvSet]]]:
+    """Choices a network plugin forced itself (aws-ofi-nccl ``Setting NCCL_PROTO to "simple"``
+    where LL/LL128 are unsafe on its endpoint) and that the log does not also print as ``set by
+    environment``: (name, value, lines). The platform topology file a plugin points NCCL at
+    (``Setting NCCL_TOPO_FILE environment variable to …p4d-24xl-topo.xml``) describes the machine
+    and is left out."""
+    groups: dict[tuple[str, str], list[NetPluginEnvSet]] = defaultdict(list)
+    for rec in job.of(NetPluginEnvSet):
+        if rec.variable in _FORCED_CHOICE and rec.variable not in named:
+            groups[(rec.variable, rec.value)].append(rec)
+    return [(n, val, recs) for (n, val), recs in sorted(groups.items())]
 
 
 def _check_env_override(job: Job) -> Iterator[Finding]:
@@ -129,8 +274,12 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
         ~/.nccl.conf, which NCCL reads into its environment): those that disable a transport or a
         feature (P2P, SHM, IB, GDR level, PXN, NVLS, CollNet, LL128, cuMem, DMA-BUF, MNNVL, a
         topology or graph file) each with what the same log shows they did (SHM or socket
-        connections, the channel count, NET without GDRDMA), and every other NCCL override
-        (forced algorithm or protocol, channel caps, thresholds) in one list. Settings that only
+        connection lines, the channel count, NET with or without GDRDMA, the NVLS channels, CollNet
+        connections or its fallback, legacy IPC and symmetric memory off, ring PXN), and every
+        other NCCL override (forced algorithm or protocol with the tuning choices logged, channel
+        caps with the channels logged, HCAs restricted with the devices kept, thresholds) in one
+        list, with the NCCL settings a network
+        plugin forced itself (aws-ofi-nccl ``Setting NCCL_PROTO to "simple"``). Settings that only
         change logging are left out.
 
     Why it matters
@@ -140,7 +289,9 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
         from a past debugging session or baked into a container image.
 
     Evidence it needs
-        ``… set by environment to …`` lines (INIT/ENV, default-visible).
+        ``… set by environment to …`` lines (INIT/ENV, default-visible), a plugin's ``Setting …``
+        lines, and for the consequences the connection, channel, NVLS, CollNet/SHARP, symmetric
+        memory and tuning lines of the same log.
 
     What to do
         Check that each override is intended for this cluster; remove it from the job's
@@ -155,11 +306,11 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
     # A setting that switches a transport or path off gets a finding of its own; the overrides
     # that only tune a choice are listed together in one info finding, so a well-tuned job's
     # report is not a page of notes.
-    tuned: list[tuple[str, str, list[EnvSetting]]] = []
+    tuned: list[tuple[str, str, str, list[Record]]] = []
     for (name, value), recs in sorted(groups.items()):
         off = name in _TRANSPORT_OFF and not (name.endswith("_DISABLE") and value == "0")
         if not off:
-            tuned.append((name, value, recs))
+            tuned.append((name, value, "", list(recs)))
             continue
         hosts = sorted({r.host for r in recs if r.host})
         where = f" on {len(hosts)} host(s)" if hosts else ""
@@ -170,19 +321,33 @@ def _check_env_override(job: Job) -> Iterator[Finding]:
             remediation=f"Confirm {name}={value} is intended here; unset it (job environment, "
             "container image, /etc/nccl.conf, ~/.nccl.conf) if it is not.",
         )
+    # a network plugin's own settings (the platform's choice, not the user's): listed as tuning
+    by_plugin = _plugin_settings(job, {name for name, _ in groups})
+    tuned += [(name, value, f" by {recs[0].plugin}", list(recs)) for name, value, recs in by_plugin]
     if tuned:
+        seen = [_consequence(job, name, value) for name, value, _, _ in tuned]
         listed = "; ".join(
-            f"{name}={value} ({_what(name, value)}{_consequence(job, name, value)[0].rstrip('.')})"
-            for name, value, _ in tuned
+            f"{name}={value}{by} ({_what(name, value)}{_clause(text)})"
+            for (name, value, by, _), (text, _) in zip(tuned, seen, strict=True)
         )
+        source = "by environment or a network plugin" if by_plugin else "by environment"
         yield RULE.finding(
-            f"{len(tuned)} tuning override(s) set by environment: {listed}.",
-            [recs[0] for _, _, recs in tuned],
+            f"{len(tuned)} tuning override(s) set {source}: {listed}.",
+            [
+                *(recs[0] for _, _, _, recs in tuned),
+                *(ev[0] for _, ev in seen if ev),
+            ],
             severity=Severity.INFO,
             remediation="Keep overrides that were measured to help on this cluster; remove the "
             "rest (job environment, container image, /etc/nccl.conf, ~/.nccl.conf).",
             max_evidence=8,
         )
+
+
+def _clause(shown: str) -> str:
+    """A consequence sentence as a clause inside a listed override's parentheses."""
+    shown = shown.strip().rstrip(".")
+    return f"; {shown[0].lower()}{shown[1:]}" if shown else ""
 
 
 def _what(name: str, value: str) -> str:
@@ -206,7 +371,19 @@ RULE = Rule(
     name="notable-env-override",
     category=Category.ENV_OVERRIDE,
     severity=Severity.WARNING,
-    reads=(EnvSetting, Connection),
+    reads=(
+        EnvSetting,
+        NetPluginEnvSet,
+        Connection,
+        IbDevices,
+        ChannelSummary,
+        ConnectedAll,
+        NvlsSupport,
+        CollnetUnsupported,
+        SharpInitialized,
+        SymmetricUnsupported,
+        TuningChoice,
+    ),
     check=_check_env_override,
     settings=tuple(sorted({*_TRANSPORT_OFF, *_FORCED_CHOICE})),
     incident="https://github.com/ray-project/ray/issues/59778",
