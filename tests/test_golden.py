@@ -33,3 +33,18 @@ def test_golden(kind: str, log: Path) -> None:
             f"{log.relative_to(REAL.parent)} {kind} line {i + 1} differs:\n got  {a}\n want {b}"
         )
     assert len(got) == len(want), f"{log.name}: {len(got)} lines, golden has {len(want)}"
+
+
+def test_every_golden_file_has_its_fixture() -> None:
+    """A golden file whose fixture is gone is stale (``python tests/regen.py`` removes it); with
+    test_golden this is all ``regen.py --check`` checks, so CI runs the tests only."""
+    expected = {
+        GOLDEN / kind / f"{_case_name(kind, log)}{GENERATORS[kind][0]}" for kind, log in CASES
+    }
+    stale = [
+        path.name
+        for kind, (suffix, _fn) in GENERATORS.items()
+        for path in (GOLDEN / kind).glob(f"*{suffix}")
+        if path not in expected
+    ]
+    assert not stale, f"golden files without a fixture (run python tests/regen.py): {stale}"
