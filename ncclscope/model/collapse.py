@@ -31,10 +31,10 @@ from ncclscope.model.records.base import Record
 from ncclscope.model.records.topology import Connection, ConnectionGroup
 
 #: what may differ between the lines of one connection
-_PER_LINE: Final = frozenset({"line", "text", "channel", "timestamp"})
+PER_LINE: Final = frozenset({"line", "text", "channel", "timestamp"})
 #: the fields that must be equal: every init field of a connection but the per-line ones
 KEY_FIELDS: Final = tuple(
-    f.name for f in dataclasses.fields(Connection) if f.init and f.name not in _PER_LINE
+    f.name for f in dataclasses.fields(Connection) if f.init and f.name not in PER_LINE
 )
 
 _key = operator.attrgetter(*KEY_FIELDS)

@@ -30,6 +30,7 @@ from typing import Any, Final, cast
 
 import polars as pl
 
+from ncclscope.model.collapse import PER_LINE
 from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records import KINDS
@@ -291,7 +292,7 @@ def _connection_groups(rows: pl.DataFrame, others: list[Record], source: str) ->
     rows = rows.join_asof(
         ends, on="line", by=["_host", "_pid"], strategy="backward", check_sortedness=False
     )
-    keys = [c for c in rows.columns if c not in _PER_LINE]
+    keys = [c for c in rows.columns if c not in PER_LINE]
     grouped = rows.group_by(keys, maintain_order=True).agg(
         pl.col("line"), pl.col("channel"), pl.col("text").first(), pl.col("timestamp").first()
     )
@@ -306,10 +307,6 @@ def _connection_groups(rows: pl.DataFrame, others: list[Record], source: str) ->
         pl.col("channel").list.slice(1).alias("more_channels"),
     )
     return _records(Connection, single, source) + _records(ConnectionGroup, several, source)
-
-
-#: what may differ between the rows of one connection
-_PER_LINE: Final = frozenset({"line", "text", "channel", "timestamp"})
 
 
 def _line_path(
