@@ -224,7 +224,8 @@ def _columnar(
     cand = pl.concat([cand.drop("env"), envs.select(*env_columns, "ok")], how="horizontal")
     cand = cand.filter(pl.col("ok"))
     base = cand.drop("ok", "msg").with_row_index("row")
-    tables = match.message_columns(cand.get_column("msg")).tables
+    messages = cand.get_column("msg")
+    tables = match.message_columns(messages).tables
     records: list[Record] = []
     frames: list[KindFrame] = []
     claimed: list[pl.Series] = []
@@ -252,8 +253,15 @@ def _columnar(
     stats.nccl_lines += count
     stats.typed += count
     stats.records += count
-    every = pl.Series("i", range(n), dtype=pl.Int64)
     taken = pl.concat([noise, *claimed])
+    # a whole envelope and a message no pattern takes: Lark reads the message alone
+    unclaimed = base.with_columns(messages.alias("msg")).filter(~pl.col("i").is_in(taken.implode()))
+    typed, untyped = _message_path(unclaimed, source, stats, parser)
+    records.extend(typed)
+    taken = pl.concat(
+        [taken, unclaimed.get_column("i").filter(~unclaimed.get_column("i").is_in(untyped))]
+    )
+    every = pl.Series("i", range(n), dtype=pl.Int64)
     left = every.filter(~every.is_in(taken.implode())).to_list()
     records.extend(_line_path(batch, left, source, stats, parser))
     if connections is not None:
@@ -307,6 +315,54 @@ def _connection_groups(rows: pl.DataFrame, others: list[Record], source: str) ->
         pl.col("channel").list.slice(1).alias("more_channels"),
     )
     return _records(Connection, single, source) + _records(ConnectionGroup, several, source)
+
+
+def _message_path(
+    rows: pl.DataFrame, source: str, stats: SourceStats, parser: LineParser
+) -> tuple[list[Record], list[int]]:
+    """The records of rows whose envelope the patterns read and whose message Lark types (a kind
+    the patterns leave to Lark), and the rows (``i``) left to the line path.
+
+    Lark reads the message alone, memoised by its text (``LineParser.parse_message``), and the
+    envelope comes from the patterns' columns, which the differential test holds to Lark's: the
+    line path would parse each line's envelope again, and a big job's envelopes are all
+    different (host, pid, thread) where its messages repeat. A message Lark does not type, or
+    whose record refuses its fields, is the line path's, which words and counts it."""
+    records: list[Record] = []
+    left: list[int] = []
+    envelopes = [_shared_texts(rows.get_column(name)) for name in ENVELOPE]
+    for i, line, text, level, message, *env in zip(
+        rows.get_column("i").to_list(),
+        rows.get_column("line").to_list(),
+        rows.get_column("text").to_list(),
+        rows.get_column("level").to_list(),
+        rows.get_column("msg").to_list(),
+        *envelopes,
+        strict=True,
+    ):
+        try:
+            body = parser.parse_message(message)
+            if body is None:
+                left.append(i)
+                continue
+            records.append(
+                body.cls(
+                    source=source,
+                    line=line,
+                    text=text,
+                    level=_LEVELS[level],
+                    **dict(zip(ENVELOPE, env, strict=True)),
+                    **body.fields,
+                )
+            )
+        except (TypeError, ValueError, RecursionError):
+            left.append(i)
+    count = len(records)
+    stats.lines += count
+    stats.nccl_lines += count
+    stats.typed += count
+    stats.records += count
+    return records, left
 
 
 def _line_path(
