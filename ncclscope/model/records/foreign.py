@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from signal import Signals
 from typing import ClassVar
 
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, record
 
 #: cells of a v2.13+ row (root, then time/algbw/busbw/#wrong twice) and of a row without root
 _CELLS_WITH_ROOT = 9
 _CELLS_WITHOUT_ROOT = 8
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsAvgBusbw(Record):
     """nccl-tests ``# Avg bus bandwidth    : 69.19``: the mean busbw of the whole table, GB/s."""
 
@@ -23,7 +22,7 @@ class NcclTestsAvgBusbw(Record):
     verdict: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsOob(Record):
     """nccl-tests ``# Out of bounds values : 0 OK``: how many results failed validation."""
 
@@ -33,7 +32,7 @@ class NcclTestsOob(Record):
     verdict: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsVersion(Record):
     """nccl-tests ``# nccl-tests version 2.17.6 nccl-headers=22705 nccl-library=22705`` (v2.17.4+)."""
 
@@ -44,7 +43,7 @@ class NcclTestsVersion(Record):
     nccl_library: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsParams(Record):
     """nccl-tests ``# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters:
     5 iters: 20 agg iters: 1 validation: 1 graph: 0``: the run's parameters."""
@@ -66,7 +65,7 @@ class NcclTestsParams(Record):
     unalign: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsDevice(Record):
     """nccl-tests ``#  Rank  0 Group  0 Pid  41237 on    gpu-a01 device  0 [0000:18:00] NVIDIA H100
     80GB HBM3``: which host, process and GPU each rank ran on."""
@@ -84,7 +83,7 @@ class NcclTestsDevice(Record):
     gpu_name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsRow(Record):
     """An nccl-tests result row ``134217728  33554432  float  sum  -1  1087.3  123.44  216.02  0 …``.
 
@@ -126,7 +125,7 @@ class NcclTestsRow(Record):
                 object.__setattr__(self, f"{side}_{name}", value)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclTestsFailure(Record):
     """nccl-tests ``gpu-a01: Test NCCL failure common.cu:1005 'unhandled system error / …'``."""
 
@@ -138,7 +137,7 @@ class NcclTestsFailure(Record):
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class WatchdogTimeout(Record):
     """PyTorch ``[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1,
     OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600123 milliseconds before
@@ -155,7 +154,7 @@ class WatchdogTimeout(Record):
     ran_for_ms: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclError(Record):
     """PyTorch ``NCCL error in: …/ProcessGroupNCCL.cpp:1234, unhandled system error (run with
     NCCL_DEBUG=INFO for details), NCCL version 2.18.5``: an NCCL call failed under c10d."""
@@ -171,7 +170,7 @@ class NcclError(Record):
     last_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FrameworkError(Record):
     """``ncclSystemError: System call (e.g. socket, malloc) or external library call failed …`` or
     ``torch.distributed.DistBackendError: …``: an NCCL error as a framework raised it."""
@@ -184,7 +183,7 @@ class FrameworkError(Record):
     last_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NcclLastError(Record):
     """``Last error:`` and the last NCCL WARN text (ncclGetLastError, NCCL 2.13+) on one line."""
 
@@ -193,7 +192,7 @@ class NcclLastError(Record):
     last_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class OfiLog(Record):
     """aws-ofi-nccl's own log line (up to 1.4, printed beside NCCL's):
     ``WARN: Function: find_ofi_provider Line: 543: NET/OFI Couldn't find any optimal provider``."""
@@ -211,7 +210,7 @@ class OfiLog(Record):
         object.__setattr__(self, "ofi_level", self.ofi_level.split(":", 1)[0])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class JobKilled(Record):
     """A scheduler, launcher or container runtime ending processes: Slurm ``*** STEP 1250740.1 ON
     ptyche0181 CANCELLED AT 2025-11-24T22:14:50 DUE TO TIME LIMIT ***``, ``srun: error: node1:
@@ -284,7 +283,7 @@ class JobKilled(Record):
         return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class LibfabricLog(Record):
     """libfabric's log line: ``libfabric:85:1747438790::core:core:fi_getinfo_():1392<warn>
     fi_getinfo: provider efa output empty list``."""
@@ -302,7 +301,7 @@ class LibfabricLog(Record):
     lf_message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CrashSignal(Record):
     """A process caught a fatal signal: UCX ``Caught signal 11 (Segmentation fault: address not
     mapped to object at address 0x48)``, Open MPI ``*** Process received signal ***`` and
@@ -315,7 +314,7 @@ class CrashSignal(Record):
     signal_text: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CrashBacktrace(Record):
     """UCX ``==== backtrace (tid: 296459) ====``: the crashing thread, whose frames follow."""
 
@@ -325,7 +324,7 @@ class CrashBacktrace(Record):
     thread: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CrashFrame(Record):
     """One frame of a crash stack: UCX ``1 0x0000000000122927 rasMsgHandlePeersUpdate()
     /src/ras/peers.cc:540`` or `` 3  /opt/nccl/lib/libnccl.so(+0x120057) [0x7ff1c18c1057]``,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from ncclscope.model.enums import NcclResult
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Located(Record):
     """A line that NCCL starts with the ``file:line[ (function)]`` of the code that printed it
     (CHECK-macro traces, allocator lines); not a kind of its own."""
@@ -18,7 +17,7 @@ class Located(Record):
     code_func: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ReturnCode(Located):
     """``misc/socket.cc:565 -> 2``: one frame of an error travelling up NCCL's call chain."""
 
@@ -34,7 +33,7 @@ class ReturnCode(Located):
         return NcclResult.of(self.code)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CommInit(Record):
     """``ncclCommInitRank comm 0x55d0 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 18000 commId
     0x6b1c - Init COMPLETE``: a communicator starting or finishing init (rank → GPU mapping)."""
@@ -60,7 +59,7 @@ class CommInit(Record):
     rank_tag: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CommTeardown(Record):
     """``comm 0x55d0 rank 0 nranks 16 cudaDev 0 busId 18000 - Destroy COMPLETE``: a communicator
     destroyed, aborted or revoked (also ``CommRevokeAsync START|END``, 2.28.7+)."""
@@ -80,7 +79,7 @@ class CommTeardown(Record):
     result: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CommSummary(Record):
     """``comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0``: how a
     communicator spans nodes (2.20+)."""
@@ -95,7 +94,7 @@ class CommSummary(Record):
     mnnvl: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InitTimings(Record):
     """``Init timings - ncclCommInitRank: rank 0 nranks 16 total 1.52 (kernels 0.21, …)``: where
     init time went, in seconds (2.22+)."""
@@ -115,7 +114,7 @@ class InitTimings(Record):
     rest: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class BootstrapTimings(Record):
     """``Bootstrap timings total 0.43 (create 0.00, send 0.01, recv 0.40, ring 0.02, delay 0.00)``
     (2.23+), in seconds."""
@@ -129,7 +128,7 @@ class BootstrapTimings(Record):
     delay: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CudaFailure(Located):
     """``Cuda failure 'out of memory'`` (runtime) or ``Cuda failure 2 'out of memory'`` (driver
     API, 2.19+); the INFO twin carries ``file:line``."""
@@ -139,7 +138,7 @@ class CudaFailure(Located):
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CallFailed(Record):
     """``Call to posix_fallocate failed : No space left on device``: a system or verbs call
     failed."""
@@ -154,7 +153,7 @@ class CallFailed(Record):
     code: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CallRetry(Located):
     """``Call to accept returned Resource temporarily unavailable, retrying``."""
 
@@ -163,7 +162,7 @@ class CallRetry(Located):
     retry_error: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class AllocFailed(Record):
     """``Failed to CUDA calloc 6291456 bytes`` / ``Failed to malloc %ld bytes`` /
     ``Allocation failed at %s:%d``: a memory allocation NCCL asked for was refused."""
@@ -175,7 +174,7 @@ class AllocFailed(Record):
     alloc_at: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class LibraryCallFailed(Record):
     """``nvmlInit_v2() failed: Driver Not Loaded`` / ``Failed to open libnvidia-ml.so.1``: NVML,
     CUDA driver entry points and dlopen failures."""
@@ -187,7 +186,7 @@ class LibraryCallFailed(Record):
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ApiCall(Record):
     """``NCCL CALL ncclAllReduce(7f3a52000000,7f3a52000000,26214400,7,0,0,0x55d0,0x55d0)``: one
     API call of the replayable trace (NCCL_DEBUG_SUBSYS=CALL, 2.13+)."""
@@ -198,7 +197,7 @@ class ApiCall(Record):
     args: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CudaLibraryError(Record):
     """``Failed to find CUDA library …`` / ``cuDriverGetVersion failed with 34`` /
     ``Retrieve cuMemCreate version 10020 failed with 500``: libcuda could not be loaded or used."""
@@ -211,7 +210,7 @@ class CudaLibraryError(Record):
     status: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ShmError(Record):
     """``Error while creating shared memory segment /dev/shm/nccl-KWfVyt (size 9637888)`` and the
     other /dev/shm failures (extend, map, unlink, mkstemp)."""
@@ -227,7 +226,7 @@ class ShmError(Record):
     errno_num: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ShmAlloc(Located):
     """``Allocated 4194656 bytes of shared memory in /dev/shm/nccl-7Pw4bD``."""
 
@@ -236,7 +235,7 @@ class ShmAlloc(Located):
     path: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DuplicateGpu(Record):
     """``Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 18000``: two ranks on one
     GPU (2.30.3+: ``Multiple ranks … using the same GPU``, without ranks)."""
@@ -248,7 +247,7 @@ class DuplicateGpu(Record):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RankError(Record):
     """``Invalid rank requested : 16/16`` / ``Failed to determine local ranks rank 3 hostHash …`` /
     ``Attempt to use communicator before the previous operation returned ncclSuccess``."""
@@ -263,7 +262,7 @@ class RankError(Record):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NoTransport(Record):
     """``No transport found for rank 0[18000] -> rank 9[1b000]`` (2.12+), ``No transport found !``."""
 
@@ -274,7 +273,7 @@ class NoTransport(Record):
     peer_bus_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class BootstrapRootError(Record):
     """``Bootstrap Root : rank 3 of 16 ranks has already checked in``: the root saw a rank twice,
     or ranks that disagree on the job size."""
@@ -287,7 +286,7 @@ class BootstrapRootError(Record):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MessageTruncated(Record):
     """``Message truncated : received 4096 bytes instead of 48``: a bootstrap peer sent what this
     rank did not expect (mismatched versions or jobs on one port)."""
@@ -297,7 +296,7 @@ class MessageTruncated(Record):
     expected: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InvalidCommId(Record):
     """``Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or …``."""
 
@@ -305,7 +304,7 @@ class InvalidCommId(Record):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class BootstrapUnexpectedConnections(Record):
     """``Unexpected connections are not empty``: bootstrap closed with connections it never
     matched to a receive."""
@@ -313,7 +312,7 @@ class BootstrapUnexpectedConnections(Record):
     KIND: ClassVar[str] = "bootstrap_unexpected_connections"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class BootstrapSplit(Record):
     """``bootstrapSplit: comm 0x7fd7 parent 0xd809 rank 2 nranks 8 color -934961569 key 2 prev 1
     next 3 - DONE``: a split communicator's bootstrap ring (2.18+)."""
@@ -329,7 +328,7 @@ class BootstrapSplit(Record):
     next: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class VersionMismatch(Record):
     """``Mismatched NCCL version detected : rank 0 version 22304 rank 8 version 22105`` (2.23+), or
     RAS ``NCCL version mismatch with remote peer %s (local: %d, remote %d)`` (2.24+)."""
@@ -343,7 +342,7 @@ class VersionMismatch(Record):
     local_version: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollCall(Record):
     """``AllReduce: opCount 1f sendbuff 0x7f3a recvbuff 0x7f3a count 26214400 datatype 7 op 0 root 0
     comm 0x55d0 [nranks=16] stream 0x55d0``: one collective or P2P call (NCCL_DEBUG_SUBSYS=COLL)."""
@@ -367,7 +366,7 @@ class CollCall(Record):
     stream: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollPlan(Record):
     """TRACE ``opCount 1f slicesteps 4 spl 2 cpl 2 nbytes 1048576 -> protocol 2 nchannels 8 …`` (2.4-
     2.19) and ``Collective AllReduce(…) count=… devFuncId=… channel{Lo..Hi}={0..7}`` (2.22+)."""
@@ -394,7 +393,7 @@ class CollPlan(Record):
     comm: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MemAlloc(Located):
     """``include/alloc.h:125 Cuda Alloc Size 4194304 pointer 0x7f3a40000000 memType 2``: one NCCL
     memory allocation (NCCL_DEBUG_SUBSYS=ALLOC); also Mem Realloc and memory stack lines."""
@@ -415,7 +414,7 @@ class MemAlloc(Located):
     timing: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ProxyEvent(Located):
     """``New proxy send connection 0 from local rank 0, transport 0``, ``[Proxy Service] Device 1
     CPU core 9`` and the other proxy and service-thread progress lines."""
@@ -451,7 +450,7 @@ class ProxyEvent(Located):
     async_step: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ProxyError(Record):
     """``[Proxy Service 3] Failed to execute operation Connect from rank 3, retcode 6`` and the
     other proxy-thread failures: the error happened in NCCL's progress thread."""
@@ -485,7 +484,7 @@ class ProxyError(Record):
     message: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RasEvent(Record):
     """``RAS client listening socket at 127.0.0.1<28028>``: a RAS subsystem line (2.24+)."""
 
@@ -498,7 +497,7 @@ class RasEvent(Record):
     failure: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Hint(Record):
     """``HINT: In many cases this error occurs when ACS is enabled …`` (2.30.7)."""
 
@@ -506,7 +505,7 @@ class Hint(Record):
     detail: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class LaunchMode(Record):
     """``Launch mode Parallel`` (<=2.12): how kernels of a group are launched."""
 
@@ -514,7 +513,7 @@ class LaunchMode(Record):
     launch_mode: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CcMode(Record):
     """``CC Off, workFifoBytes 1048576`` (2.22+): confidential computing and the work FIFO size."""
 
@@ -524,7 +523,7 @@ class CcMode(Record):
     work_fifo_bytes: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SplitNoColor(Record):
     """``Rank 3 has color with NCCL_SPLIT_NOCOLOR, not creating a new communicator`` (2.18+)."""
 
@@ -532,7 +531,7 @@ class SplitNoColor(Record):
     rank: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ConfigNotInitialized(Record):
     """``ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER`` (2.14+)."""
 
@@ -541,7 +540,7 @@ class ConfigNotInitialized(Record):
     initializer: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class WorkFifoIgnored(Record):
     """``NCCL_WORK_FIFO_BYTES=1000 is being ignored because it is not a power of 2.``"""
 
@@ -550,7 +549,7 @@ class WorkFifoIgnored(Record):
     value: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SharedMemExceeded(Record):
     """``cudaArch 1200 ncclMaxSharedMem 218400 exceeds device/fn maxSharedMem 101376``: NCCL's
     kernels need more shared memory than the GPU offers (2.25+)."""
@@ -561,7 +560,7 @@ class SharedMemExceeded(Record):
     max_shared_mem: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ApiArgError(Record):
     """``AllReduce : invalid root 8 (root should be in the 0..7 range)``: a collective or P2P call
     rejected by NCCL's argument checks (ncclInvalidArgument)."""
@@ -583,7 +582,7 @@ class ApiArgError(Record):
     pointer: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class UsageError(Record):
     """``Blocking and nonblocking communicators are not allowed in the same group.``: the application
     used the API in a way NCCL refuses, or asked for a feature this build or driver lacks."""
@@ -609,7 +608,7 @@ class UsageError(Record):
     child_net: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InternalError(Record):
     """``Proxy append out of bounds``: one of NCCL's own consistency checks failed (a bug, a
     corrupted structure or an exhausted internal limit), not a problem of the environment."""
@@ -618,7 +617,7 @@ class InternalError(Record):
     internal: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollectiveMismatch(Record):
     """``Mismatched collective detected, please check your collective calls at and around rank 3.
     …`` (2.4.2-2.7.6): ranks called different collectives; ``rank`` is where to look."""
@@ -628,7 +627,7 @@ class CollectiveMismatch(Record):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TeardownError(Record):
     """``commReclaim: comm 0x55d0 (rank = 3) in abort, error 6``: an error met while a communicator
     was destroyed or aborted."""
@@ -647,7 +646,7 @@ class TeardownError(Record):
         return NcclResult.of(self.code)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CommDestroyed(Record):
     """``Destroyed comm 0x7f00 rank 3`` (INFO 2.4.2, TRACE 2.4.6-2.11.4): a communicator freed."""
 
@@ -656,7 +655,7 @@ class CommDestroyed(Record):
     rank: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RankLine(Record):
     """A rank and its communicator's size, as old releases print them at init (and later ones at
     TRACE): ``rank 0 nranks 16`` (2.3), ``nranks 4`` (2.3-2.4), ``comm 0x7fc8e824c640 rank 0 nranks
@@ -675,7 +674,7 @@ class RankLine(Record):
     comp_cap: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SymmetricUnsupported(Record):
     """``Symmetric memory is not supported. cuMemEnable 0, ginSupport 1, globalNicFused 0``
     (2.29+): the communicator gets no symmetric-memory kernels, and the flags say why (cuMem off,
@@ -689,7 +688,7 @@ class SymmetricUnsupported(Record):
     cumem_gdr_support: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InitThreads(Record):
     """``Using 256 threads`` (2.3): the threads per block of the kernels."""
 

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
-from ncclscope.model.records.base import Part, Record
+from ncclscope.model.records.base import Part, Record, record
 
 
 class PluginType(StrEnum):
@@ -65,7 +64,7 @@ _BY_WORD = {
 # --- parts ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetInterface(Part):
     """One network interface of a ``Bootstrap``/``NET/Socket`` list or an IB OOB:
     ``[0]ib0:192.168.10.11<0>`` (index, name, address, port; port 0 means not yet bound)."""
@@ -79,7 +78,7 @@ class NetInterface(Part):
     port: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbDevice(Part):
     """One HCA port of a ``NET/IB : Using`` list: ``[1]mlx5_1:1/RoCE``."""
 
@@ -96,7 +95,7 @@ class IbDevice(Part):
     features: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbMergedDevice(Part):
     """A merged dual-port NIC (2.20-2.23): ``[0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}``."""
 
@@ -108,7 +107,7 @@ class IbMergedDevice(Part):
 # --- network choice and interfaces ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class UsingNetwork(Record):
     """``Using network IB``: the network NCCL chose (``IB``, ``Socket`` or a plugin's name)."""
 
@@ -116,7 +115,7 @@ class UsingNetwork(Record):
     network: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class BootstrapInterfaces(Record):
     """``Bootstrap : Using ib0:192.168.10.11<0>``: the interface(s) the out-of-band bootstrap uses."""
 
@@ -124,7 +123,7 @@ class BootstrapInterfaces(Record):
     interfaces: tuple[NetInterface, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class BootstrapOobNet(Record):
     """``Bootstrap: Using mlx5_0:1`` (2.24+, NCCL_OOB_NET_ENABLE): the bootstrap runs over a net
     device and port instead of a socket interface."""
@@ -134,7 +133,7 @@ class BootstrapOobNet(Record):
     oob_port: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketInterfaces(Record):
     """``NET/Socket : Using [0]eth0:10.0.0.11<0>``: the NICs the socket transport would carry data on."""
 
@@ -142,7 +141,7 @@ class SocketInterfaces(Record):
     interfaces: tuple[NetInterface, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketThreads(Record):
     """``NET/Socket: Using 2 threads and 8 sockets per thread``."""
 
@@ -151,7 +150,7 @@ class SocketThreads(Record):
     sockets_per_thread: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InterfaceSpeed(Record):
     """``Could not get speed from /sys/class/net/lo/speed. Defaulting to 10 Gbps.`` or
     ``Found network interface eth0 with speed 100000 Mbps``."""
@@ -164,7 +163,7 @@ class InterfaceSpeed(Record):
     default_gbps: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InterfaceInSubnet(Record):
     """``NET : Found interface eth0:10.0.0.11 in the same subnet as remote address 10.0.0.1`` (2.3-2.4)."""
 
@@ -176,7 +175,7 @@ class InterfaceInSubnet(Record):
 # --- IB devices -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbDevices(Record):
     """``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:192.168.10.11<0>``: the HCAs
     the IB transport can use, whether PCI relaxed ordering is on, and the OOB interface."""
@@ -187,14 +186,14 @@ class IbDevices(Record):
     oob: NetInterface | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbNoDevice(Record):
     """``NET/IB : No device found.``: no active IB/RoCE port; NCCL moves on to the next network."""
 
     KIND: ClassVar[str] = "ib_no_device"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbDeviceDetail(Record):
     """``NET/IB: [0] mlx5_0:uverbs0:1/RoCE provider=Mlx5 speed=100000 context=0x… pciPath=… ar=0``
     (NET, 2.27+): one HCA port with its speed (Mbps) and adaptive routing."""
@@ -213,7 +212,7 @@ class IbDeviceDetail(Record):
     ooo_rq_size: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbVirtualDevice(Record):
     """``NET/IB : Made virtual device [2] name=mlx5_0+mlx5_1 speed=200000 ndevs=2`` (2.24+)."""
 
@@ -226,7 +225,7 @@ class IbVirtualDevice(Record):
     plane: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbQpInfo(Record):
     """``NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1234 mtu 5 LID 7 …`` (NET): one queue pair set up."""
 
@@ -242,7 +241,7 @@ class IbQpInfo(Record):
     details: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class LibraryOpenFailed(Record):
     """``Failed to open libibverbs.so[.1]``: the verbs (or mlx5, gdrcopy) library is missing, so IB
     (or that feature) is off. ``Count not open %s`` (sic) in 2.30.3+."""
@@ -252,7 +251,7 @@ class LibraryOpenFailed(Record):
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DlsymFailed(Record):
     """``dlvsym failed on mlx5dv_reg_dmabuf_mr - …libmlx5.so: undefined symbol: …``: an optional
     library symbol is missing, so the feature that needs it is off."""
@@ -262,7 +261,7 @@ class DlsymFailed(Record):
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NicDistance(Record):
     """``CUDA Dev 6[6], Socket NIC distance :  PHB`` (2.4), ``CUDA Dev 0, IP Interfaces : eth0(PHB)``
     (2.3): how far this GPU is from each NIC, as path types."""
@@ -277,7 +276,7 @@ class NicDistance(Record):
 # --- plugins --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginNotFound(Record):
     """``NET/Plugin : No plugin found (libnccl-net.so), using internal implementation`` and its
     spellings up to ``NET/Plugin: Could not find: libnccl-net.so``: no external plugin library."""
@@ -291,7 +290,7 @@ class PluginNotFound(Record):
     fallback: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginLoadFailed(Record):
     """``NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared
     object file: No such file or directory``: the dlopen error of a plugin library."""
@@ -303,7 +302,7 @@ class PluginLoadFailed(Record):
     error: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginLoaded(Record):
     """``NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)``, ``TUNER/Plugin: Using X (v3)``,
     ``Successfully loaded external network plugin libnccl-net.so``: a plugin is in use."""
@@ -316,7 +315,7 @@ class PluginLoaded(Record):
     library: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginInternal(Record):
     """``NET/Plugin: Using internal network plugin.`` (2.21-2.25)."""
 
@@ -324,7 +323,7 @@ class PluginInternal(Record):
     plugin_type: PluginType
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginSymbolMissing(Record):
     """``NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.``: the library lacks this API
     version; NCCL tries older ones next. Only the last of a run means the plugin is unusable."""
@@ -337,7 +336,7 @@ class PluginSymbolMissing(Record):
     library: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginInitialized(Record):
     """``Initialized NET plugin IB`` (2.27+)."""
 
@@ -346,7 +345,7 @@ class PluginInitialized(Record):
     plugin_name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginInitFailed(Record):
     """``Failed to initialize NET plugin IB`` (2.28+) or ``Failed to initialize any NET plugin``."""
 
@@ -356,7 +355,7 @@ class PluginInitFailed(Record):
     plugin_name: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginAssigned(Record):
     """``Assigned NET plugin IB to comm`` (2.27+), also GIN and RMA plugins."""
 
@@ -366,7 +365,7 @@ class PluginAssigned(Record):
     gin_type: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginUnsupported(Record):
     """``External network plugin libnccl-net.so is unsupported`` (2.28+)."""
 
@@ -375,7 +374,7 @@ class PluginUnsupported(Record):
     plugin_name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginsDisabled(Record):
     """``Disabling external plugins: NCCL_NET=IB`` (2.27+)."""
 
@@ -384,7 +383,7 @@ class PluginsDisabled(Record):
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginEnvName(Record):
     """``NET/Plugin: Plugin name set by env to aws-ofi``: the plugin name NCCL_NET_PLUGIN asked for."""
 
@@ -393,7 +392,7 @@ class PluginEnvName(Record):
     plugin_name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginClosed(Record):
     """``NET/Plugin: Closing net plugin 'IB'``, ``Unloading plugin libnccl-net.so``."""
 
@@ -402,7 +401,7 @@ class PluginClosed(Record):
     plugin_name: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginDeviceApi(Record):
     """``Using non-device net plugin version 0`` / ``Using NCCL_NET_DEVICE_UNPACK net plugin
     version 7`` (2.19+): whether the plugin unpacks on the device (TCPX-style)."""
@@ -412,7 +411,7 @@ class NetPluginDeviceApi(Record):
     version: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetworkNotFound(Record):
     """WARN ``Error: network IB not found.`` (2.10-2.26): NCCL_NET names no available network."""
 
@@ -420,7 +419,7 @@ class NetworkNotFound(Record):
     network: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PluginPath(Record):
     """``Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so`` (nccl-rdma-sharp-plugins)."""
 
@@ -428,7 +427,7 @@ class PluginPath(Record):
     library_path: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class PxnDisabledPlugin(Record):
     """``PXN Disabled as plugin is v4`` (2.12.7+): the net plugin is too old for PXN."""
 
@@ -439,7 +438,7 @@ class PxnDisabledPlugin(Record):
 # --- external network plugins (aws-ofi-nccl, GPUDirect-TCPX, IBext, …) ----------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class OfiProviderSelected(Record):
     """``NET/OFI Selected Provider is efa (found 16 nics)``: the libfabric provider aws-ofi-nccl uses."""
 
@@ -449,7 +448,7 @@ class OfiProviderSelected(Record):
     nics: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginProviderNotFound(Record):
     """``NET/OFI No eligible providers were found``, ``NET/OFI Couldn't find any optimal provider``:
     the plugin found no usable fabric provider (EFA driver, libfabric or device missing)."""
@@ -459,7 +458,7 @@ class NetPluginProviderNotFound(Record):
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginVersion(Record):
     """``NET/OFI Using aws-ofi-nccl 1.4.0aws``, ``NET/OFI Using Libfabric version 1.18``."""
 
@@ -469,7 +468,7 @@ class NetPluginVersion(Record):
     version: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginEnvSet(Record):
     """``NET/OFI Setting FI_EFA_FORK_SAFE environment variable to 1`` and ``NET/OFI Running on p4d.24xlarge
     platform, Setting NCCL_TOPO_FILE environment variable to …``: settings a plugin makes itself."""
@@ -481,7 +480,7 @@ class NetPluginEnvSet(Record):
     value: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginOptionUnsupported(Record):
     """aws-ofi-nccl ``NET/OFI Setting FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not
     supported.``: the endpoint does not keep 128-byte stores in order, so LL/LL128 are unsafe on it
@@ -492,7 +491,7 @@ class NetPluginOptionUnsupported(Record):
     option: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SharpInitialized(Record):
     """nccl-rdma-sharp-plugins ``SHARP rank 1/4 initialized on mlx5_4:1``: this rank's SHARP
     context is up on those devices. The ``SHARP`` spelling is printed after ``sharp_coll_init``
@@ -506,7 +505,7 @@ class SharpInitialized(Record):
     confirmed: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SharpDatatypesUnsupported(Record):
     """WARN ``SHARP int8,uint8,bfloat16 Datatypes not supported`` (sharp_plugin.c): the SHARP
     devices lack these types, so CollNet does not reduce them (NCCL uses rings and trees for
@@ -516,7 +515,7 @@ class SharpDatatypesUnsupported(Record):
     datatypes: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginError(Record):
     """``NET/OFI OFI NCCL failure: 2``."""
 
@@ -525,7 +524,7 @@ class NetPluginError(Record):
     code: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetPluginMessage(Record):
     """Any other line an external net plugin prints through NCCL: ``NET/OFI Creating one domain per
     process``. Kept as text: these lines carry no diagnosis of their own."""
@@ -535,7 +534,7 @@ class NetPluginMessage(Record):
     message: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TcpxTimeout(Record):
     """GPUDirect-TCPX WARN ``0x…:0x…, nic 0, enp12s0, 172.16.0.11<39187><-172.16.0.95<46723> rx rx
     ctrl timeout cnt 7331502, nanos 10000000585``: the peer did not answer on that NIC."""
@@ -555,7 +554,7 @@ class TcpxTimeout(Record):
 # --- GPU Direct RDMA ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GdrPath(Record):
     """``GPU Direct RDMA Enabled for GPU 1b000 / HCA 0 (distance 3 <= 4), read 1`` (NET): the GDR
     decision for one GPU/NIC pair. ``distance`` and ``threshold`` are PATH_* codes, whose numbers
@@ -581,7 +580,7 @@ class GdrPath(Record):
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GdrHca(Record):
     """``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)`` (2.5-2.12) and ``NET/IB :
     GPU Direct RDMA Enabled for HCA 1 'mlx5_1'`` (2.13+): whether the HCA can do GDR at all
@@ -595,7 +594,7 @@ class GdrHca(Record):
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class DmaBufAvailable(Record):
     """``DMA-BUF is available on GPU device 0`` (2.13+)."""
 
@@ -603,7 +602,7 @@ class DmaBufAvailable(Record):
     cuda_dev: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbDataDirect(Record):
     """``NET/IB: Data Direct DMA Interface is detected for device mlx5_0`` (2.27+)."""
 
@@ -611,7 +610,7 @@ class IbDataDirect(Record):
     device: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GdrcopyEnabled(Record):
     """``GDRCOPY enabled library 2.4 driver 2.4`` (2.9.6+)."""
 
@@ -623,7 +622,7 @@ class GdrcopyEnabled(Record):
 # --- socket errors --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketConnectFailed(Record):
     """``socketStartConnect: Connect to 10.0.0.12<39017> failed : No route to host``: this rank could
     not reach that address (all spellings from ``Connect to …`` to ``ncclOsSocketPollConnect: …``)."""
@@ -638,7 +637,7 @@ class SocketConnectFailed(Record):
     errno: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketConnectRetry(Record):
     """``socketPollConnect: connect to 10.0.0.12<39017> returned Connection refused, retrying (5/34)
     after sleep for 500 msec`` and ``Call to connect returned Connection timed out, retrying``."""
@@ -653,7 +652,7 @@ class SocketConnectRetry(Record):
     sleep_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketConnectGiveUp(Record):
     """``socketPollConnect: exceeded timeouts (35)``, ``…: connect returned Connection refused,
     exceeded error retry count (35)``: NCCL stopped retrying a connection."""
@@ -668,7 +667,7 @@ class SocketConnectGiveUp(Record):
     count: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketPeerClosed(Record):
     """``socketProgress: Connection closed by remote peer gpu-a02<36211>``: the other process went
     away first; its log has the cause."""
@@ -679,7 +678,7 @@ class SocketPeerClosed(Record):
     peer_port: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketIoFailed(Record):
     """``socketProgressOpt: Call to recv from 10.0.0.12<36211> failed : Connection reset by peer``."""
 
@@ -692,7 +691,7 @@ class SocketIoFailed(Record):
     error: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketMessageTruncated(Record):
     """``NET/Socket : peer 10.0.0.12<36211> message truncated : receiving 1048576 bytes instead of
     65536. …``: ranks disagree on a collective's size or on NCCL_PROTO/NCCL_ALGO."""
@@ -704,7 +703,7 @@ class SocketMessageTruncated(Record):
     expected: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketHandshakeFailed(Record):
     """``socketFinalizeAccept: wrong magic 0 != 3f5e…`` and the 2.30.7 ``… socket magic mismatch
     (peer 0x… != expected 0x…), discarding peer connection``: something that is not this NCCL job
@@ -720,7 +719,7 @@ class SocketHandshakeFailed(Record):
     expected: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketHandshakeMagic(Record):
     """``Socket handshake magic 0x3f5e… (default)`` (ENV, 2.30.7)."""
 
@@ -730,7 +729,7 @@ class SocketHandshakeMagic(Record):
     magic_source: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NoInterfaceFound(Record):
     """``Bootstrap : no socket interface found``, ``NET/Socket : No usable listening interface
     found``, ``Net : No interface found in the same subnet as remote address …``, ``no device found
@@ -746,7 +745,7 @@ class NoInterfaceFound(Record):
     filter: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetComponentMessage(Record):
     """Any other ``NET/IB``, ``NET/Socket`` or ``NET/MLX5`` line (allocation failures, resiliency
     chatter, vNIC bookkeeping): the component and the text."""
@@ -759,7 +758,7 @@ class NetComponentMessage(Record):
 # --- IB errors ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbCompletionError(Record):
     """``NET/IB: Got completion from peer 10.0.0.12<49152> with status=IBV_WC_RETRY_EXC_ERR(12)
     opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129  hca mlx5_0``: a work request failed on the fabric.
@@ -784,7 +783,7 @@ class IbCompletionError(Record):
     hca: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbAsyncEvent(Record):
     """``NET/IB : mlx5_0:1 Got async event : port error`` and the later ``async fatal event`` lines:
     the HCA reported a port, QP or CQ event."""
@@ -800,7 +799,7 @@ class IbAsyncEvent(Record):
     event_code: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbSizeMismatch(Record):
     """``NET/IB : req 1/1 tag 7 peer 10.0.0.12<49152> collective mismatch error, local size 65536
     remote size 1024`` and ``… posted incorrect receive info: size 1024 …``: ranks disagree on the
@@ -817,7 +816,7 @@ class IbSizeMismatch(Record):
     posted_size: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbPostFailed(Record):
     """``ibv_post_send() failed with error Cannot allocate memory, Bad WR 0x…, First WR 0x…``."""
 
@@ -827,7 +826,7 @@ class IbPostFailed(Record):
     error: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Mlx5CallFailed(Record):
     """``NET/MLX5: Call to mlx5dv_get_data_direct_sysfs_path failed with error Operation not
     supported`` (2.28+)."""
@@ -838,7 +837,7 @@ class Mlx5CallFailed(Record):
     errno: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbDeviceError(Record):
     """``NET/IB : Unable to open device mlx5_2``, ``… Unable to query port_num 1``."""
 
@@ -849,7 +848,7 @@ class IbDeviceError(Record):
     device: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SocketError(Record):
     """``ncclSocketRecv: socket state (4) is not ready``, ``Net : No valid [IPv6]:port pair found``,
     ``socketTryAccept: Accept failed: Too many open files``: NCCL's socket layer refused or failed an
@@ -872,7 +871,7 @@ class SocketError(Record):
     errno: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class IbSidebandInterface(Record):
     """``NET/IB : Using interface ib0 for sideband communication`` (2.3): the IB OOB interface."""
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import ClassVar
 
 from ncclscope.model.enums import Transport
-from ncclscope.model.records.base import Part, Record
+from ncclscope.model.records.base import Part, Record, record
 
 # A bracket value of at most three decimal digits is a device index (cudaDev <=2.4, nvmlDev
 # 2.18.3+); anything longer or holding a hex letter is a busId (2.5-2.18.1). A busId of two or
@@ -45,7 +45,7 @@ class Direction(StrEnum):
 # --- connections ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Connection(Record):
     """One peer connection of one channel and the transport that carries it:
     ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read``,
@@ -158,7 +158,7 @@ class Connection(Record):
         return (self.channel,)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ConnectionGroup(Connection):
     """One peer connection printed on several channels, read by the job model as one record:
     the lines are alike but for the channel number (and a timestamp), printed by one thread with
@@ -184,7 +184,7 @@ class ConnectionGroup(Connection):
 # --- rings and trees -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RingOrder(Record):
     """The ring order of one channel, printed by rank 0: ``Channel 00/02 :    0   1   2   3``
     (2.5+), ``Channel 00 :  0 1`` (2.4), ``Ring 00 : 0 1 2 3`` (2.3); 2.23+ cuts long rings with
@@ -197,7 +197,7 @@ class RingOrder(Record):
     truncated: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RingNeighbors(Record):
     """One rank's place in a ring: ``Ring 00 : 15 -> 0 -> 7`` (previous -> me -> next)."""
 
@@ -208,7 +208,7 @@ class RingNeighbors(Record):
     next: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Tree(Part):
     """One tree of one channel, seen from one rank; ``-1`` is "none".
 
@@ -225,7 +225,7 @@ class Tree(Part):
     dn_downs: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Trees(Record):
     """One rank's trees, all channels: ``Trees [0] 1/8/-1->0->-1 [1] 1/-1/-1->0->8``."""
 
@@ -233,7 +233,7 @@ class Trees(Record):
     trees: tuple[Tree, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphTree(Record):
     """One channel's tree at this rank (GRAPH, 2.8+): ``Tree 0 : -1 -> 0 -> 1/8/-1`` (up -> me ->
     downs)."""
@@ -245,7 +245,7 @@ class GraphTree(Record):
     downs: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NvlsTrees(Record):
     """The NVLS trees at this rank (2.18+): ``NVLS Trees : 1/-1/-1->0->-1 1/-1/-1->0->-1``."""
 
@@ -253,7 +253,7 @@ class NvlsTrees(Record):
     trees_nvls: tuple[Tree, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollnetChains(Record):
     """CollNet chains per channel: ``Collnet Chains [0] 1->0->-1 [1] …`` (2.14-2.21),
     ``Connected Collnet Chains …`` (2.22+); each link is down -> me -> up."""
@@ -262,7 +262,7 @@ class CollnetChains(Record):
     chains: tuple[Tree, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TreeThreads(Record):
     """2.4, rank 0: ``Using 256 threads, Min Comp Cap 7, Trees disabled``."""
 
@@ -272,7 +272,7 @@ class TreeThreads(Record):
     trees_mode: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollnetChannel(Record):
     """One CollNet channel at a rank (GRAPH): ``CollNet channel 0 rank 3 nUp 1 nHeads 1 up 8 nDown
     0 down headRank 0 out 1 shift 0``; ``CollNet Channel 0 rank 3 up 8 down -1`` (2.6-2.8)."""
@@ -290,7 +290,7 @@ class CollnetChannel(Record):
     shift: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ConnectedAll(Record):
     """``Connected all rings`` / ``Connected all trees``: connection setup for that algorithm is
     done; 2.24+ adds ``, use ring PXN 0 GDR 1``."""
@@ -301,7 +301,7 @@ class ConnectedAll(Record):
     gdr: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class Connected(Record):
     """Another connection phase done: ``Connected binomial trees``, ``Connected NVLS tree``,
     ``Connected collnet + chain``, ``rank 3 Connected CollNet``."""
@@ -314,7 +314,7 @@ class Connected(Record):
 # --- channels and tuning -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ChannelSummary(Record):
     """How many channels this rank uses: ``24 coll channels, 24 collnet channels, 16 nvls channels,
     32 p2p channels, 32 p2p channels per peer`` (collnet from 2.20, nvls from 2.17)."""
@@ -327,7 +327,7 @@ class ChannelSummary(Record):
     p2p_channels_per_peer: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ChannelLimit(Record):
     """A channel count setting NCCL clamped: ``User asked for a minimum of 64 channels, limiting
     to 32``."""
@@ -338,7 +338,7 @@ class ChannelLimit(Record):
     limit: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pChunksize(Record):
     """``P2P Chunksize set to 524288``."""
 
@@ -346,7 +346,7 @@ class P2pChunksize(Record):
     chunksize: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ThreadThresholds(Record):
     """Per-algorithm LL/LL128/Simple thread thresholds: ``threadThresholds 8/8/64 | 128/8/64 |
     512 | 512`` (tree | ring | CollNetDirect | CollNetChain, 2.14+; ``| a/b/c`` CollNet 2.6-2.13)."""
@@ -359,7 +359,7 @@ class ThreadThresholds(Record):
     collnet_chain: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ThreadsPerBlock(Record):
     """2.5: ``Threads per block : 512/640/512`` (LL/LL128/Simple)."""
 
@@ -367,7 +367,7 @@ class ThreadsPerBlock(Record):
     threads: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TuningCell(Part):
     """One cell of a function row of the tuning table: latency (µs) / bandwidth (GB/s)."""
 
@@ -376,7 +376,7 @@ class TuningCell(Part):
     bandwidth_gbs: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TuningTableRow(Record):
     """One line of the tuning table (rank 0): ``Algorithm | Tree | Ring | …``, ``Protocol | LL |
     …``, ``Max NThreads | 512 | …``, ``Latency/AlgBw | Tree/LL | …`` (<=2.17) or a function row
@@ -390,7 +390,7 @@ class TuningTableRow(Record):
     cells: tuple[TuningCell, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TuningChoice(Record):
     """The algorithm and protocol chosen for one call (TUNING):
     ``AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}`` (2.24+),
@@ -414,7 +414,7 @@ class TuningChoice(Record):
     copy: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class AlgoMatrix(Record):
     """``Enabled NCCL Func/Proto/Algo Matrix:`` (2.24+); the table follows on unprefixed lines."""
 
@@ -425,7 +425,7 @@ class AlgoMatrix(Record):
 # --- topology dump and graph search ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoSystem(Record):
     """Start of the topology dump: ``=== System : maxBw 24.0 totalBw 240.0 ===`` (2.14+;
     maxWidth/totalWidth before, ``maxSpeed`` in 2.5)."""
@@ -436,14 +436,14 @@ class TopoSystem(Record):
     total_bw: float | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoSystemEnd(Record):
     """End of the topology dump: a line of ``=``."""
 
     KIND: ClassVar[str] = "topo_system_end"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoNode(Record):
     """A node of the topology dump: ``GPU/18000 (0)`` (rank), ``CPU/0 (1/1/2)`` (arch/vendor/model),
     ``PCI/17000 (1000c0101000a0)``, ``NET/0 (b8cef603000c6c88/1/25.000000)``, ``NIC/0-4b000``
@@ -457,7 +457,7 @@ class TopoNode(Record):
     mlopart: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoLink(Record):
     """A link of the topology dump to the node it reaches: ``+ PCI[24.0] - GPU/18000 (0)``,
     ``+ NVL[240.0] - NVS/0``, ``+ SYS[10.0] - CPU/1``."""
@@ -471,7 +471,7 @@ class TopoLink(Record):
     mlopart: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoPath(Part):
     """A path to one node: ``GPU/2A000 (2/240.000000/NVL)`` (hops/bandwidth/path type)."""
 
@@ -483,7 +483,7 @@ class TopoPath(Part):
     path_type: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoPaths(Record):
     """Paths from one GPU or NET to every node: ``GPU/18000 :GPU/18000 (0/5000.000000/LOC)
     GPU/2A000 (2/240.000000/NVL) …``; ``Paths from GPU/18000 :`` (TRACE builds)."""
@@ -494,7 +494,7 @@ class TopoPaths(Record):
     paths: tuple[TopoPath, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoRoute(Record):
     """One path of a ``Paths from GPU/F000 :`` block (TRACE builds): its links in order, each
     ``--TYPE->NODE/ID`` (``--NVL(40)->GPU/0-1b000`` with the link's bandwidth from 2.19), and the
@@ -506,7 +506,7 @@ class TopoRoute(Record):
     bw: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphPattern(Record):
     """A graph search result: ``Pattern 4, crossNic 0, nChannels 8, bw 24.000000/24.000000, type
     NVL/PIX, sameChannels 1``. Patterns: 1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS,
@@ -525,7 +525,7 @@ class GraphPattern(Record):
     same_channels: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphChannel(Record):
     """One channel of the graph above it: `` 0 : NET/0 GPU/0 GPU/7 … NET/0``."""
 
@@ -534,7 +534,7 @@ class GraphChannel(Record):
     nodes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphLoaded(Record):
     """``Search 0 : 8 channels loaded from XML graph`` (NCCL_GRAPH_FILE)."""
 
@@ -543,7 +543,7 @@ class GraphLoaded(Record):
     nchannels: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphNoPath(Record):
     """``Could not find a path for pattern 4, falling back to simple order``."""
 
@@ -551,7 +551,7 @@ class GraphNoPath(Record):
     pattern: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphLoading(Record):
     """``Loading graphs`` / ``Loading graphs for topology %s``."""
 
@@ -562,7 +562,7 @@ class GraphLoading(Record):
 # --- topology notes ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CpuAffinity(Record):
     """CPU affinity of a GPU's threads: ``Setting affinity for GPU 6 to ff,00000000`` (2.4-2.27) or
     ``ncclTopoGetCpuAffinity: Affinity for GPU 6 is 0-55. (GPU affinity = 0-55 ; CPU affinity =
@@ -577,7 +577,7 @@ class CpuAffinity(Record):
     cpu_affinity: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pDisabled(Record):
     """``P2P is disabled between connected GPUs 0 and 1. You can repress …`` (INFO) and WARN
     ``P2P is disabled between NVLINK connected GPUs 0 and 1. This should not be the case …``."""
@@ -589,7 +589,7 @@ class P2pDisabled(Record):
     advice: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pNotSupported(Record):
     """``P2P not supported between GPU0 and GPU1`` (ALLOC, 2.24+): CUDA refused peer access."""
 
@@ -598,14 +598,14 @@ class P2pNotSupported(Record):
     gpu_b: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NvlsTeamUnavailable(Record):
     """WARN ``Multicast support requested for team but none available on system.`` (2.28.3+)."""
 
     KIND: ClassVar[str] = "nvls_team_unavailable"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pTypeCheck(Record):
     """``Check P2P Type isAllDirectP2p 1 directMode 0 isAllCudaP2p 1`` (2.27+;
     ``intraNodeP2pSupport`` 2.24-2.26)."""
@@ -617,7 +617,7 @@ class P2pTypeCheck(Record):
     all_cuda_p2p: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pPeerFailed(Record):
     """``peer query failed between dev 0(=18000) and dev 1(=1b000)`` /
     ``Could not enable P2P between dev …``."""
@@ -630,14 +630,14 @@ class P2pPeerFailed(Record):
     bus_id_b: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pLegacyIpc(Record):
     """``Legacy IPC not supported``."""
 
     KIND: ClassVar[str] = "p2p_legacy_ipc"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoReadFailed(Record):
     """``Topology detection : could not read /sys/…, ignoring``."""
 
@@ -646,7 +646,7 @@ class TopoReadFailed(Record):
     consequence: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoNetNotPci(Record):
     """A NIC outside the PCI tree (VMs, virtual NICs): ``Topology detection: network path
     /sys/devices/virtual/net/eth0 is not a PCI device (…). Attaching to first CPU``."""
@@ -657,7 +657,7 @@ class TopoNetNotPci(Record):
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class SysfsPathMissing(Record):
     """``Could not find real path of /sys/class/pci_bus/0000:0d/../../0000:0d:00.0``: a device
     path that does not resolve in this system's /sys (a GPU or NIC whose PCI device the VM,
@@ -671,14 +671,14 @@ class SysfsPathMissing(Record):
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NoNvmlHandle(Record):
     """``No NVML device handle. Skipping nvlink detection.``: NVLinks are not detected."""
 
     KIND: ClassVar[str] = "no_nvml_handle"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class KvConvertFailed(Record):
     """``KV Convert to int : could not find value of '32.0 GT/s PCIe' in dictionary, falling back
     to 60``: a sysfs value NCCL does not know (often a new PCIe link speed)."""
@@ -688,7 +688,7 @@ class KvConvertFailed(Record):
     fallback: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoLoad(Record):
     """``Loading topology file /opt/…/p4d-24xl-topo.xml``, ``Loading topology %s``,
     ``Loading unnamed topology``."""
@@ -698,7 +698,7 @@ class TopoLoad(Record):
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CpuMixed(Record):
     """``CPUs with mixed architecture were detected.`` / ``… mixed vendors …`` (2.22+)."""
 
@@ -706,7 +706,7 @@ class CpuMixed(Record):
     mixed: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoNet(Record):
     """NIC fusion notes (2.24+): ``TOPO/NET : Made vNic 2``, ``TOPO/NET : Importing network plugins
     to topology``."""
@@ -716,7 +716,7 @@ class TopoNet(Record):
     message: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NetState(Record):
     """``Retrieving state for IB``, ``Initialized state 0 for IB`` (GRAPH, 2.24-2.27): the topology
     looks up the NIC state it shares across communicators for a network (physical and virtual NIC
@@ -730,7 +730,7 @@ class NetState(Record):
     slot: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NvlsHead(Record):
     """``NVLS Head  0:  0  8`` (2.18+, ranks of node 0): the ranks, one per node (at most 20), that
     head NVLS head 0 across nodes; the NVLS trees link them."""
@@ -740,7 +740,7 @@ class NvlsHead(Record):
     head_ranks: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoNicFilled(Record):
     """``ncclTopoPopulateNics : Filled mlx5_0 in topo with pciPath=/sys/devices/… keep=1
     coll=(null)`` (2.24+)."""
@@ -755,7 +755,7 @@ class TopoNicFilled(Record):
 # --- NVLS, MNNVL, CollNet ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NvlsSupport(Record):
     """``NVLS multicast support is not available on dev 0`` / ``… is available on dev 0
     (NVLS_NCHANNELS 16)``."""
@@ -766,7 +766,7 @@ class NvlsSupport(Record):
     nvls_nchannels: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NvlsComm(Record):
     """NVLS buffers of a communicator: ``NVLS comm 0x55d0 headRank 0 nHeads 4 buffSize 1048576
     memSize 2097152 nvlsPerRankSize 201326592 nvlsTotalSize 805306368``."""
@@ -784,7 +784,7 @@ class NvlsComm(Record):
     nvls_total_size: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class NvlsBindFailed(Record):
     """``Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the
     operation cannot be performed in the present state'.`` (Fabric Manager / NVSwitch trouble)."""
@@ -796,7 +796,7 @@ class NvlsBindFailed(Record):
     proceeding: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MnnvlFabric(Record):
     """``MNNVL busId 0xc1000 fabric UUID 0.0 cliqueId 0x0 state 3 healthMask 0x0`` (2.20+)."""
 
@@ -808,7 +808,7 @@ class MnnvlFabric(Record):
     health_mask: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MnnvlClique(Record):
     """``MNNVL 1 cliqueId 7fff cliqueSize 72 cliqueRank 3`` (2.21+; ``nvlDomainSize`` 2.30.3+)."""
 
@@ -820,7 +820,7 @@ class MnnvlClique(Record):
     nvl_domain_size: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MnnvlRack(Record):
     """``MNNVL rack serial 1234 slot 3 tray 5 hostId 2 peerType 0 moduleId 7`` (2.28+)."""
 
@@ -833,7 +833,7 @@ class MnnvlRack(Record):
     module_id: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class MnnvlUnavailable(Record):
     """WARN ``MNNVL (cliqueSize 72) is available but not working on this system. Check the IMEX
     …`` (2.25+), ``MNNVL is not supported on this system`` (2.20-2.24)."""
@@ -844,7 +844,7 @@ class MnnvlUnavailable(Record):
     advice: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollnetDisabled(Record):
     """``Communicator has 1 nodes which is less than CollNet node threshold 2, disabling
     CollNet``."""
@@ -854,7 +854,7 @@ class CollnetDisabled(Record):
     threshold: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CollnetUnsupported(Record):
     """WARN ``CollNet is not supported or fails to initialize, ignoring NCCL_ALGO=COLLNET``,
     ``Cannot initialize CollNet, using point-to-point network instead``."""
@@ -863,7 +863,7 @@ class CollnetUnsupported(Record):
     fallback_text: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoError(Record):
     """``Error : could not find CPU close to GPU 3``, ``XML Parse : Unexpected EOF``, ``Could not open
     XML topology file /tmp/topo.xml : No such file or directory``: topology detection, the topology
@@ -890,7 +890,7 @@ class TopoError(Record):
     to_node: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class P2pError(Record):
     """``failed to peer with device 1(=1b000): 217 peer access is not supported between these two
     devices``: CUDA refused peer access or an IPC handle between two GPUs."""
@@ -905,7 +905,7 @@ class P2pError(Record):
     size: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class UdsError(Record):
     """``UDS: Sending data over socket /tmp/nccl-socket-3-abc failed : Connection refused (111)``: the
     Unix domain socket NCCL passes cuMem file descriptors over failed (2.17+)."""

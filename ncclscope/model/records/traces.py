@@ -12,13 +12,12 @@ The formats, their versions and their traps: ``docs/traces/``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TraceRecord(Record):
     """A record of a trace artifact, not of a log line."""
 
@@ -31,7 +30,7 @@ class TraceRecord(Record):
 # -- topology XML (NCCL_TOPO_DUMP_FILE / NCCL_TOPO_FILE) --------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlSystem(TraceRecord):
     """``<system version="1">``: one topology file (one host, or one MNNVL clique)."""
 
@@ -39,7 +38,7 @@ class TopoXmlSystem(TraceRecord):
     version: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlCpu(TraceRecord):
     """``<cpu numaid=… affinity=… arch=… vendor=…>``: a CPU socket (NUMA node) and what hangs off it."""
 
@@ -54,7 +53,7 @@ class TopoXmlCpu(TraceRecord):
     host_hash: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlPci(TraceRecord):
     """``<pci busid=… class=… link_speed=… link_width=…>``: a PCI device or switch."""
 
@@ -76,7 +75,7 @@ class TopoXmlPci(TraceRecord):
     cpu_index: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlGpu(TraceRecord):
     """``<gpu dev=… sm=… rank=… gdr=…>`` inside its ``pci``."""
 
@@ -91,7 +90,7 @@ class TopoXmlGpu(TraceRecord):
     cpu_index: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlNvlink(TraceRecord):
     """``<nvlink target=… count=… tclass=…>`` of a GPU: ``count`` links to ``target``."""
 
@@ -105,7 +104,7 @@ class TopoXmlNvlink(TraceRecord):
     tclass: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlC2c(TraceRecord):
     """``<c2c bw=… count=…>`` of a GPU (Grace: the chip-to-chip link to its CPU)."""
 
@@ -115,7 +114,7 @@ class TopoXmlC2c(TraceRecord):
     bw: float | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class TopoXmlNet(TraceRecord):
     """``<net name=… dev=… speed=… gdr=…>`` of a ``nic``: one network device NCCL may use."""
 
@@ -142,7 +141,7 @@ class TopoXmlNet(TraceRecord):
 # -- graph XML (NCCL_GRAPH_DUMP_FILE / NCCL_GRAPH_FILE) ---------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphXmlGraph(TraceRecord):
     """``<graph id=… pattern=… nchannels=… speedintra=… speedinter=… typeintra=… typeinter=…>``."""
 
@@ -160,7 +159,7 @@ class GraphXmlGraph(TraceRecord):
     samechannels: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GraphXmlChannel(TraceRecord):
     """One ``<channel>`` of a graph: the GPUs in order and the NICs it enters and leaves by."""
 
@@ -178,7 +177,7 @@ class GraphXmlChannel(TraceRecord):
 # -- NCCL Inspector (JSONL) --------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class InspectorPerf(TraceRecord):
     """One Inspector line: a completed collective (``coll_perf``) or p2p (``p2p_perf``) of one rank."""
 
@@ -208,7 +207,7 @@ class InspectorPerf(TraceRecord):
 # -- profiler plugin example (Chrome trace events) ---------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ProfilerEvent(TraceRecord):
     """One ``b``/``e`` event of the example profiler plugin's trace."""
 
@@ -243,7 +242,7 @@ class ProfilerEvent(TraceRecord):
 # -- RAS (ncclras text or JSON) ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RasVersion(TraceRecord):
     """``NCCL version 2.26.2 compiled with CUDA 12.4`` / ``CUDA runtime version …`` of a report."""
 
@@ -253,7 +252,7 @@ class RasVersion(TraceRecord):
     cuda_driver: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RasJobSummary(TraceRecord):
     """A row of the ``Job summary`` table (one per node shape; ``total`` rows sum them)."""
 
@@ -266,7 +265,7 @@ class RasJobSummary(TraceRecord):
     gpus: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RasCommGroup(TraceRecord):
     """A row of the ``Communicators`` table: a group of alike communicators and their state."""
 
@@ -281,7 +280,7 @@ class RasCommGroup(TraceRecord):
     errors: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class RasIssue(TraceRecord):
     """A line of the ``Errors``/``Warnings`` sections (or a rank of the JSON report): what RAS
     flagged, about which communicator, rank, process and node."""
@@ -312,7 +311,7 @@ class RasIssue(TraceRecord):
 # -- PyTorch Flight Recorder (pickle or JSON per rank) -----------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FrDump(TraceRecord):
     """The top of one rank's Flight Recorder dump."""
 
@@ -325,7 +324,7 @@ class FrDump(TraceRecord):
     encoding: str = "pickle"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FrPgStatus(TraceRecord):
     """``pg_status[pg]``: the last collective this rank enqueued, started and completed."""
 
@@ -337,7 +336,7 @@ class FrPgStatus(TraceRecord):
     last_completed: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class FrEntry(TraceRecord):
     """One ``entries[]`` item: a collective or p2p this rank recorded."""
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
-from ncclscope.model.records.base import Record
+from ncclscope.model.records.base import Record, record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class VersionBanner(Record):
     """``NCCL version 2.18.5+cuda12.2``: the NCCL build and the CUDA it was compiled against."""
 
@@ -17,7 +16,7 @@ class VersionBanner(Record):
     cuda_version: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class GitVersion(Record):
     """``NCCL git version <branch> <describe>`` (2.29.2+)."""
 
@@ -26,7 +25,7 @@ class GitVersion(Record):
     git_describe: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CudaDriverVersion(Record):
     """``cudaDriverVersion 12040``: the driver's CUDA version as 1000*major+10*minor."""
 
@@ -34,7 +33,7 @@ class CudaDriverVersion(Record):
     cuda_driver: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class EnvSetting(Record):
     """``NCCL_IB_HCA set by environment to mlx5_0`` and its spellings: a setting NCCL read.
 
@@ -46,7 +45,7 @@ class EnvSetting(Record):
     value: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class EnvInvalid(Record):
     """``Invalid value X for NCCL_Y, using default Z.``: a setting NCCL ignored."""
 
@@ -56,7 +55,7 @@ class EnvInvalid(Record):
     default: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class CommConfig(Record):
     """``Comm config Blocking set to 1`` (2.17+) or ``Comm config maxCTAs reset to NCCL_MAX_CTAS=16``
     (2.28.7+): a communicator config field, and the environment variable that overrode it."""
@@ -67,7 +66,7 @@ class CommConfig(Record):
     env_assignment: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record
 class ConfigInvalid(Record):
     """``Invalid config blocking attribute value 2``, ``NCCL_MAX_CTAS 0 is too low, leaving it set at
     1``, ``minCTAs 64 is larger than maxCTAs 32, set both to 32``: a setting (environment variable or
