@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,36 @@ def test_a_turned_around_connection_stays_turned_around_as_a_group() -> None:
     (group,) = collapse_connections(parse_text(log.decode()))
     assert isinstance(group, ConnectionGroup)
     assert (group.from_rank, group.to_rank, group.from_bracket) == (0, 1, "0")
+
+
+def test_a_message_ending_in_a_bracket_is_the_patterns_a_dangling_launcher_tag_the_splitters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only a launcher tag at the end of a line (another writer's, cut: fixture 050) needs the
+    line path's splitter; a message that ends in ``)`` or ``:`` (``Init timings … )``, fixture
+    229; a plugin's ``(v8)``) is read by the patterns, as every engine reads it."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/real"
+    lines = {
+        name: next(
+            ln
+            for ln in next(fixture.glob(f"{name}-*.log")).read_bytes().splitlines()
+            if re.search(pattern, ln)
+        )
+        for name, pattern in (("050", rb"<stdout>: *$"), ("229", rb"Init timings.*\)$"))
+    }
+    sent: list[int] = []
+    line_path = pipeline._line_path
+
+    def counting(batch: Any, rows: Any, *args: Any) -> list[Record]:
+        rows = list(rows)
+        sent.extend(rows)
+        return line_path(batch, rows, *args)
+
+    monkeypatch.setattr(pipeline, "_line_path", counting)
+    got, _ = _records(lines["229"] + b"\n", "columnar")
+    assert [r["kind"] for r in got] == ["init_timings"] and sent == []
+    got, _ = _records(lines["050"] + b"\n", "columnar")
+    assert sent == [0]
+    monkeypatch.undo()
+    for text in lines.values():
+        _same(text + b"\n")

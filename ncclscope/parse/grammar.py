@@ -181,6 +181,8 @@ class Markers:
     envelope_tail: re.Pattern[str]
     #: launcher tags left dangling at the end of a message by a writer that printed nothing more
     launcher_tail: re.Pattern[str]
+    #: the launcher tags' terminals as one alternation (plain syntax, which polars runs too)
+    launcher_tags: str
     #: literal first tokens of the `foreign` alternatives, looked for anywhere in a line
     foreign_literals: tuple[str, ...]
     #: regex first tokens of the `foreign` alternatives, tried at the start of a stripped line
@@ -291,6 +293,7 @@ def markers() -> Markers:
         who=re.compile(_search_alternation(parser, ("WHO",))),
         envelope_tail=_tail(parser, _LAUNCHER_TERMINALS + _COLLECTOR_TERMINALS),
         launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
+        launcher_tags=_alternation(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),
         foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
     )

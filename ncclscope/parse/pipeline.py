@@ -197,9 +197,10 @@ def _columnar(
         (text.str.len_bytes() <= cap) | pl.col("i").is_in(fits.implode()),
         text.str.count_matches(_LEVEL) == 1,
         # Ray's "[repeated Nx across cluster]" and a launcher tag at the end of the line belong
-        # to the line path's splitter
+        # to the line path's splitter (which looks for the tags in the last TAIL_WINDOW
+        # characters: a tag found anywhere at the end is a superset)
         ~text.str.contains("across cluster]", literal=True),
-        ~text.str.contains(r"[:)] *$"),
+        ~text.str.contains(_launcher_tail(parser)),
     )
     # ASCII only, so character and byte offsets agree. The message is what follows the level
     # word and one blank, stripped, as LineParser.split and _nccl cut it.
@@ -377,6 +378,14 @@ def _line_path(
             number, raw, cut = batch[i]
         out.extend(parser.parse_line(source, number, raw, stats, cut))
     return out
+
+
+@functools.cache
+def _launcher_tail(parser: LineParser) -> str:
+    """The splitter's dangling launcher tags (``Markers.launcher_tail``) as polars runs them: a
+    run of tags and blanks that ends the line. A message that merely ends in ``)`` or ``:`` (an
+    ``Init timings … )`` line, a ``(v8)`` plugin version) stays the patterns'."""
+    return rf"(?:\s*(?:{parser.markers.launcher_tags}))+\s*$"
 
 
 @functools.cache
