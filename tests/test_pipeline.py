@@ -9,9 +9,11 @@ with hosts renamed), and logs mutated to cut, splice, colour and respace lines.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import io
 import random
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +294,20 @@ def test_a_message_ending_in_a_bracket_is_the_patterns_a_dangling_launcher_tag_t
     monkeypatch.undo()
     for text in lines.values():
         _same(text + b"\n")
+
+
+def test_a_parser_is_not_kept_alive_by_the_pipeline_once_its_input_is_read() -> None:
+    """A parser holds memos of up to tens of thousands of envelopes and messages: the pipeline's
+    caches are keyed by the grammar's markers, never by a parser, so a process that reads many
+    inputs (the Dask engine's workers, ``diagnose`` of several jobs) frees each one's."""
+    parser = LineParser()
+    alive = weakref.ref(parser)
+    st = SourceStats("t")
+    log = next((Path(__file__).resolve().parent.parent / "fixtures/real").glob("229-*.log"))
+    for _ in pipeline.parse_batches(
+        iter_batches(io.BytesIO(log.read_bytes()), "t", st.damaged), "t", st, parser
+    ):
+        pass
+    del parser
+    gc.collect()
+    assert alive() is None

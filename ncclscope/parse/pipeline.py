@@ -39,6 +39,7 @@ from ncclscope.model.records.foreign import NcclLastError
 from ncclscope.model.records.topology import Connection, ConnectionGroup
 from ncclscope.parse import match
 from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fields
+from ncclscope.parse.grammar import Markers
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Line, Lines, TextBatch
 from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record, type_hints
@@ -182,7 +183,7 @@ def _columnar(
         # a 2.0-2.2 line: a bare level word after "[dev] " (a superset of the splitter's test)
         ~text.str.contains(_LEGACY_LEVEL),
         ~text.str.contains_any(list(parser.markers.foreign_literals)),
-        ~text.str.contains(_foreign_start(parser)),
+        ~text.str.contains(_foreign_start(parser.markers)),
     ).get_column("i")
     stats.lines += noise.len()
     stats.noise += noise.len()
@@ -200,7 +201,7 @@ def _columnar(
         # to the line path's splitter (which looks for the tags in the last TAIL_WINDOW
         # characters: a tag found anywhere at the end is a superset)
         ~text.str.contains("across cluster]", literal=True),
-        ~text.str.contains(_launcher_tail(parser)),
+        ~text.str.contains(_launcher_tail(parser.markers)),
     )
     # ASCII only, so character and byte offsets agree. The message is what follows the level
     # word and one blank, stripped, as LineParser.split and _nccl cut it.
@@ -381,19 +382,19 @@ def _line_path(
 
 
 @functools.cache
-def _launcher_tail(parser: LineParser) -> str:
+def _launcher_tail(markers: Markers) -> str:
     """The splitter's dangling launcher tags (``Markers.launcher_tail``) as polars runs them: a
     run of tags and blanks that ends the line. A message that merely ends in ``)`` or ``:`` (an
     ``Init timings … )`` line, a ``(v8)`` plugin version) stays the patterns'."""
-    return rf"(?:\s*(?:{parser.markers.launcher_tags}))+\s*$"
+    return rf"(?:\s*(?:{markers.launcher_tags}))+\s*$"
 
 
 @functools.cache
-def _foreign_start(parser: LineParser) -> str:
+def _foreign_start(markers: Markers) -> str:
     """What the line path tries at the start of a line with no NCCL header (the grammar's
     `foreign` regex first tokens), as a superset polars runs: a lookahead becomes a group to
     match, which a text matching the original at its start also matches."""
-    regex = parser.markers.foreign_regex
+    regex = markers.foreign_regex
     if regex is None:
         return "$^"
     return r"^\s*(?:" + regex.pattern.replace("(?=", "(?:") + ")"
