@@ -168,8 +168,13 @@ class Job:
         for cls in classes:
             out.extend(self._by_kind.get(cls.KIND, ()))  # type: ignore[arg-type]
         if len(classes) > 1:
-            out.sort(key=lambda r: (self.sources.index(r.source), r.line))
+            out.sort(key=self._input_order())
         return out
+
+    def _input_order(self) -> Callable[[Record], tuple[int, int]]:
+        """The sort key of input order: (the source's place in ``sources``, line)."""
+        place = {source: i for i, source in enumerate(self.sources)}
+        return lambda r: (place[r.source], r.line)
 
     def has(self, *classes: type[Record]) -> bool:
         """Whether any line of these kinds was printed (summarised kinds count too)."""
@@ -189,14 +194,20 @@ class Job:
     def warnings(self) -> list[Record]:
         """Every WARN-level record, in input order."""
         out = [r for recs in self._by_kind.values() for r in recs if r.level is Level.WARN]
-        out.sort(key=lambda r: (self.sources.index(r.source), r.line))
+        out.sort(key=self._input_order())
         return out
 
     def all_records(self) -> Iterator[Record]:
         """Every stored (low-volume) record, in input order."""
-        recs = [r for group in self._by_kind.values() for r in group]
-        recs.sort(key=lambda r: (self.sources.index(r.source), r.line))
+        recs = list(self.records_by_kind())
+        recs.sort(key=self._input_order())
         return iter(recs)
+
+    def records_by_kind(self) -> Iterator[Record]:
+        """Every stored (low-volume) record, kind by kind: for a question whose answer does not
+        depend on order (the last line of each source), without the sort of ``all_records``."""
+        for group in self._by_kind.values():
+            yield from group
 
 
 class JobBuilder:
@@ -227,7 +238,9 @@ class JobBuilder:
             job.folded_sources.add(rec.source)
         thread: ThreadKey = (rec.source, rec.host, rec.pid, rec.tid)
         if kind in self._summarised:
-            summ = job.summaries.setdefault(kind, KindSummary())
+            summ = job.summaries.get(kind)
+            if summ is None:
+                summ = job.summaries[kind] = KindSummary()
             summ.count += 1
             # A collective call names its communicator: keep the last one per communicator, which
             # is what a hang analysis compares (opCount per rank and communicator).

@@ -41,15 +41,16 @@ def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
         WatchdogTimeout, NcclError, FrameworkError
     )
     last_line: dict[str, int] = {}
-    for rec in job.all_records():
-        last_line[rec.source] = max(last_line.get(rec.source, 0), rec.line)
     for comm in sorted(v.communicators.values(), key=lambda c: c.key):
         if not comm.prints_start:
             continue
         stuck = comm.stuck_in_init
-        done = [ri for ri in comm.ranks.values() if ri.complete is not None]
         if not stuck:
             continue
+        done = [ri for ri in comm.ranks.values() if ri.complete is not None]
+        if not last_line:
+            # read every record only once a rank is seen stuck
+            last_line = _last_lines(job)
         confirmed: list[RankInfo] = []
         for ri in stuck:
             assert ri.start is not None
@@ -76,6 +77,15 @@ def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
             [ri.start for ri in confirmed if ri.start is not None],
             rank_of=v.rank_of,
         )
+
+
+def _last_lines(job: Job) -> dict[str, int]:
+    """The last line of each source that holds a stored record."""
+    out: dict[str, int] = {}
+    for rec in job.records_by_kind():
+        if rec.line > out.get(rec.source, 0):
+            out[rec.source] = rec.line
+    return out
 
 
 RULE = Rule(
