@@ -187,7 +187,8 @@ def _fallback_causes(job: Job) -> list[tuple[str, Record]]:
     for env in _setting(job, "NCCL_NET"):
         if env.value.strip().lower() == "socket":
             out.append(("NCCL_NET=Socket forces sockets", env))
-    out.sort(key=lambda cr: (job.sources.index(cr[1].source), cr[1].line))
+    order = job.input_order()
+    out.sort(key=lambda cr: order(cr[1]))
     return out
 
 
