@@ -428,13 +428,17 @@ def _related(a: str, b: str) -> bool:
 
 
 class _SuffixIndex:
-    """Host names by each of their suffixes, so that the names related to one (``_related``)
-    are lookups, not a scan of every host: a 1,000-node job has 1,000 hosts, and a bulk of
-    archived logs many more."""
+    """Host names kept so that the names related to one (``_related``) are lookups, not a scan
+    of every host: a 1,000-node job has 1,000 hosts, and a bulk of archived logs many more.
+
+    The names that end like a host are a range of the sorted reversed names (those that start
+    with the host reversed); a list of every suffix of every name, which this replaced, was
+    25,000 lists for 2,000 hosts (0.17 s, built twice per job)."""
 
     def __init__(self, hosts: Iterable[str]) -> None:
         self.hosts: set[str] = set()
-        self._by_suffix: dict[str, list[str]] = defaultdict(list)
+        #: every name reversed, sorted
+        self._reversed: list[str] = []
         self.add(hosts)
 
     def add(self, hosts: Iterable[str]) -> None:
@@ -442,12 +446,17 @@ class _SuffixIndex:
             if host in self.hosts:
                 continue
             self.hosts.add(host)
-            for start in range(len(host) - _MIN_HOST + 1):
-                self._by_suffix[host[start:]].append(host)
+            bisect.insort(self._reversed, host[::-1])
 
     def relatives(self, host: str) -> list[str]:
         """The other hosts that end like ``host`` or that ``host`` ends like, sorted."""
-        found = set(self._by_suffix.get(host, ())) if len(host) >= _MIN_HOST else set()
+        found: set[str] = set()
+        if len(host) >= _MIN_HOST:
+            end = host[::-1]
+            i = bisect.bisect_left(self._reversed, end)
+            while i < len(self._reversed) and self._reversed[i].startswith(end):
+                found.add(self._reversed[i][::-1])
+                i += 1
         found.update(
             host[start:]
             for start in range(1, len(host) - _MIN_HOST + 1)
