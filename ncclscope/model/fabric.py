@@ -187,6 +187,12 @@ _NETWORK_OF: dict[Fabric, str] = {
 }
 
 
+#: the fabrics in the enum's order, and those that name a host's fabric only when nothing else
+#: does (``HostFabric.fabric``): spelled out once, not iterated from the enum per host
+_EVERY: tuple[Fabric, ...] = tuple(Fabric)
+_WEAK: tuple[Fabric, ...] = (Fabric.IPOIB, Fabric.ETHERNET)
+_STRONG: tuple[Fabric, ...] = tuple(f for f in Fabric if f not in _WEAK)
+
 #: the key of lines that print no host (a plugin's own WARN, a collector that dropped it)
 UNKNOWN_HOST = "?"
 
@@ -212,11 +218,10 @@ class HostFabric:
         """The host's fastest fabric: shown beats asked, the enum's order breaks ties. Every
         node has an Ethernet or IPoIB interface, so those name the fabric only when no device,
         provider or plugin shows or asks for another."""
-        weak = (Fabric.IPOIB, Fabric.ETHERNET)
         for pool, fabrics in (
-            (self.shown, [f for f in Fabric if f not in weak]),
-            (self.asked, list(Fabric)),
-            (self.shown, list(weak)),
+            (self.shown, _STRONG),
+            (self.asked, _EVERY),
+            (self.shown, _WEAK),
         ):
             for fabric in fabrics:
                 if fabric in pool:
@@ -269,17 +274,35 @@ def host_fabrics(job: Job) -> dict[str, HostFabric]:
 
     def of(rec: Record) -> HostFabric | None:
         host = rec.host or UNKNOWN_HOST
-        return out.setdefault(host, HostFabric(host))
+        hf = out.get(host)
+        if hf is None:
+            hf = out[host] = HostFabric(host)
+        return hf
 
     def name(hf: HostFabric, fabric: Fabric, text: str) -> None:
         hf.names.setdefault(fabric, set()).add(text)
+
+    # every host prints the same few interface and device names: each is matched once
+    iface_fabrics: dict[str, Fabric | None] = {}
+    dev_fabrics: dict[tuple[str, str], Fabric] = {}
+
+    def iface_fabric(text: str) -> Fabric | None:
+        if text not in iface_fabrics:
+            iface_fabrics[text] = interface_fabric(text)
+        return iface_fabrics[text]
+
+    def dev_fabric(dev: str, link_layer: str) -> Fabric:
+        key = (dev, link_layer)
+        if key not in dev_fabrics:
+            dev_fabrics[key] = device_fabric(dev, link_layer)
+        return dev_fabrics[key]
 
     for rec in job.of(BootstrapInterfaces, SocketInterfaces, IbDevices):
         hf = of(rec)
         if hf is None:
             continue
         for iface in _interfaces(rec):
-            fabric = interface_fabric(iface.name)
+            fabric = iface_fabric(iface.name)
             if fabric is not None:
                 _add(hf.shown, fabric, rec)
                 name(hf, fabric, iface.name)
@@ -287,18 +310,18 @@ def host_fabrics(job: Job) -> dict[str, HostFabric]:
             for entry in rec.devices:
                 members = entry.members if isinstance(entry, IbMergedDevice) else (entry,)
                 for dev in members:
-                    fabric = device_fabric(dev.name, dev.link_layer)
+                    fabric = dev_fabric(dev.name, dev.link_layer)
                     _add(hf.shown, fabric, rec)
                     name(hf, fabric, dev.name)
     for rec in job.of(IbDeviceDetail):
         hf = of(rec)
         if hf is not None:
-            fabric = device_fabric(rec.name, rec.link_layer)
+            fabric = dev_fabric(rec.name, rec.link_layer)
             _add(hf.shown, fabric, rec)
             name(hf, fabric, rec.name)
     for rec in job.of(InterfaceSpeed):
         hf = of(rec)
-        fabric = interface_fabric(rec.interface)
+        fabric = iface_fabric(rec.interface)
         if hf is not None and fabric is not None:
             _add(hf.shown, fabric, rec)
             name(hf, fabric, rec.interface)

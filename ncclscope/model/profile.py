@@ -136,8 +136,11 @@ def profile(
     keep("cuda_drivers", list(drivers))
     for rec in records_of(EnvSetting):
         assert isinstance(rec, EnvSetting)
-        p.settings.setdefault(rec.name, set()).add(rec.value.strip())
-        keep(f"settings:{rec.name}", [rec])
+        values = p.settings.get(rec.name)
+        if values is None:
+            values = p.settings[rec.name] = set()
+            keep(f"settings:{rec.name}", [rec])
+        values.add(rec.value.strip())
     loaded = records_of(PluginLoaded)
     p.plugins = {
         str(getattr(r, "plugin_name", None) or getattr(r, "library", None) or "?") for r in loaded
@@ -169,8 +172,11 @@ def profile(
     conns = [c for c in records_of(Connection) if isinstance(c, Connection)]
     for conn in conns:
         peer = _peer_class(conn, v.crosses_nodes(conn))
-        p.transports.setdefault(peer, Counter())[transport_class(conn)] += len(conn.printed_lines)
-        keep(f"transports:{peer}", [conn])
+        counts = p.transports.get(peer)
+        if counts is None:
+            counts = p.transports[peer] = Counter()
+            keep(f"transports:{peer}", [conn])
+        counts[transport_class(conn)] += len(conn.printed_lines)
     summaries = records_of(ChannelSummary)
     p.channels = {s.coll_channels for s in summaries if isinstance(s, ChannelSummary)}
     if not p.channels:

@@ -341,7 +341,8 @@ def _errors(job: Job) -> list[_Error]:
             continue
         seen.add(key)
         out.append(_Error(rec, None, _category(rec, None), _consequence(rec, None)))
-    out.sort(key=lambda e: (job.sources.index(e.rec.source), e.rec.line))
+    order = job.input_order()
+    out.sort(key=lambda e: order(e.rec))
     job.cache["fabric.errors"] = out
     return out
 

@@ -47,4 +47,4 @@ def wrong_results(job: Job) -> list[Record]:
         r for r in job.of(NcclTestsRow) if wrong_count(r.out_wrong) or wrong_count(r.in_wrong)
     ]
     oob: list[Record] = [r for r in job.of(NcclTestsOob) if r.out_of_bounds > 0]
-    return sorted([*rows, *oob], key=lambda r: (job.sources.index(r.source), r.line))
+    return sorted([*rows, *oob], key=job.input_order())

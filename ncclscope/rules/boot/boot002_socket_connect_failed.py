@@ -70,9 +70,7 @@ def _check_socket_connect(job: Job) -> Iterator[Finding]:
     ]
     if not (failed or retries or boot_chains):
         return
-    recs: list[Record] = sorted(
-        [*failed, *retries], key=lambda r: (job.sources.index(r.source), r.line)
-    )
+    recs: list[Record] = sorted([*failed, *retries], key=job.input_order())
     peers: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     for r in recs:

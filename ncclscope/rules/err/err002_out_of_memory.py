@@ -54,7 +54,7 @@ def _check_oom(job: Job) -> Iterator[Finding]:
     recs: list[Record] = [*cuda, *allocs, *tests, *raised]
     if not recs:
         return
-    recs.sort(key=lambda r: (job.sources.index(r.source), r.line))
+    recs.sort(key=job.input_order())
     parts = []
     if cuda:
         parts.append(f"{len(cuda)} CUDA call(s) returned out of memory")

@@ -45,7 +45,7 @@ def _check_library_error(job: Job) -> Iterator[Finding]:
             recs.append(rec)
     if not recs:
         return
-    recs.sort(key=lambda r: (job.sources.index(r.source), r.line))
+    recs.sort(key=job.input_order())
     # libcuda missing stops NCCL outright; an NVML failure is fatal only when NCCL propagated it
     # (an error chain follows the WARN), otherwise NCCL carries on with less topology knowledge.
     chain_of = _chain_of(job)

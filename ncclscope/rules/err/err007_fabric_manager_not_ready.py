@@ -55,7 +55,7 @@ def _check_fabric_manager(job: Job) -> Iterator[Finding]:
     seen += [r for r in job.of(FrameworkError) if system_not_ready(None, r.message, r.last_error)]
     if not seen:
         return
-    seen.sort(key=lambda r: (job.sources.index(r.source), r.line))
+    seen.sort(key=job.input_order())
     yield RULE.finding(
         f"CUDA returned 802, system not yet initialized, {len(seen)}×{_where(seen)}: the GPUs "
         "have not joined the NVLink fabric, so no CUDA call can succeed. On NVSwitch systems "

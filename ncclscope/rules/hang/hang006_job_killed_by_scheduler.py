@@ -209,7 +209,9 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
     for k in timed:
         at = _stamps(k.at)
         earlier = [t for t in _stamps(k.prefix) if at and t < at[0]]
-        earlier += [t for r in job.all_records() if r.line < k.line for t in _stamps(r.timestamp)]
+        earlier += [
+            t for r in job.records_by_kind() if r.line < k.line for t in _stamps(r.timestamp)
+        ]
         if at and earlier:
             gap = (at[0] - max(earlier)).total_seconds()
             if gap >= _HUNG_GAP_S:

@@ -87,7 +87,7 @@ def _check_verbs_failed(job: Job) -> Iterator[Finding]:
     devices = job.of(IbDeviceError)
     if not recs and not devices:
         return
-    recs.sort(key=lambda r: (job.sources.index(r.source), r.line))
+    recs.sort(key=job.input_order())
     calls: Counter[str] = Counter()
     for r in recs:
         if isinstance(r, CallFailed):

@@ -59,8 +59,12 @@ def _addresses_by_host(job: Job) -> dict[str, dict[str, Record]]:
     for ib in job.of(IbDevices):
         if ib.oob is not None:
             firsts.append((ib, ib.oob))
+    # the processes of a host print the same interface: each address is parsed once
+    owned: dict[str, str | None] = {}
     for rec, iface in firsts:
-        addr = _own_address(iface)
+        if iface.address not in owned:
+            owned[iface.address] = _own_address(iface)
+        addr = owned[iface.address]
         if rec.host and addr is not None:
             out[rec.host].setdefault(addr, rec)
     return dict(out)

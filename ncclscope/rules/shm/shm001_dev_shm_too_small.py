@@ -41,7 +41,7 @@ def _check_shm_space(job: Job) -> Iterator[Finding]:
     if not space:
         return
     creating = [r for r in job.of(ShmError) if r not in space and not _ignored(r)]
-    recs = sorted([*space, *creating], key=lambda r: (job.sources.index(r.source), r.line))
+    recs = sorted([*space, *creating], key=job.input_order())
     sizes = [r.size for r in recs if isinstance(r, ShmError) and r.size is not None]
     want = f" NCCL asked for segments of up to {max(sizes):,} bytes." if sizes else ""
     yield RULE.finding(

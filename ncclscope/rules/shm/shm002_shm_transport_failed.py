@@ -65,7 +65,7 @@ def _check_shm_other(job: Job) -> Iterator[Finding]:
     if not recs:
         return
     only_unlink = all("unlink" in r.text.lower() for r in recs)
-    recs.sort(key=lambda r: (job.sources.index(r.source), r.line))
+    recs.sort(key=job.input_order())
     texts = _listing({_body(r, 80) for r in recs}, 2)
     cuda = [r for r in recs if isinstance(r, CudaFailure)]
     msg = f"The shared-memory transport failed{_where(recs)}: {texts}."
