@@ -311,3 +311,23 @@ def test_a_parser_is_not_kept_alive_by_the_pipeline_once_its_input_is_read() -> 
     del parser
     gc.collect()
     assert alive() is None
+
+
+def test_records_come_in_line_order_when_no_pattern_takes_a_line_of_the_batch() -> None:
+    """A batch whose lines all go to Lark, one whole (a table row glued before the envelope:
+    fixture L02) and one by its message only (a kind left to Lark under a collector's stamp:
+    fixture 224), still gives its records in line order (hypothesis found it)."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/real"
+    glued = next(
+        ln
+        for ln in next((fixture / "long").glob("L02-*.log")).read_bytes().splitlines()
+        if ln.lstrip().startswith(b"8388608") and b"NCCL INFO AllReduce" in ln
+    )
+    stamped = next(
+        ln
+        for ln in next(fixture.glob("224-*.log")).read_bytes().splitlines()
+        if ln.endswith(b"FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported.")
+    )
+    got, _ = _records(glued + b"\n" + stamped + b"\n", "columnar")
+    assert [r["line"] for r in got] == [1, 2]
+    _same(glued + b"\n" + stamped + b"\n")

@@ -268,7 +268,7 @@ def _columnar(
     records.extend(_line_path(batch, left, source, stats, parser))
     if connections is not None:
         records.extend(_connection_groups(connections, records, source))
-    if claimed:
+    if claimed or typed:
         records.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
     return records, frames
 
