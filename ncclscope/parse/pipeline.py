@@ -10,9 +10,11 @@ Every command (``parse``, ``diagnose``, ``topo``, ``export``) reads its inputs t
 3. the envelopes and the messages are read by the patterns generated from the grammar
    (ncclscope.parse.patterns, run by ncclscope.parse.match): one extraction per kind over its
    own rows, the kind chosen from the message's literal start;
-4. what the patterns do not take (a damaged line, a spliced line, a framework line, a kind the
-   patterns leave to Lark) is read by the line path (ncclscope.parse.parser: Lark, memoised by
-   text), so every line is accounted for exactly as Lark alone would read it;
+4. a message the patterns leave to Lark under an envelope they read has its message parsed by
+   Lark (memoised by text; ``_message_path``); the rest (a damaged line, a spliced line, a
+   framework line, a message Lark does not know) is read by the line path
+   (ncclscope.parse.parser: Lark, memoised by text), so every line is accounted for exactly as
+   Lark alone would read it;
 5. the typed rows of a kind become a :class:`~ncclscope.parse.frames.KindFrame` where the
    consumers can read its columns as they are (a plain record class whose fields are text and
    integers), and records otherwise; records come in line order.
