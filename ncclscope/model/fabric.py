@@ -13,6 +13,7 @@ only when nothing else does.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -138,6 +139,8 @@ _PROVIDERS: tuple[tuple[re.Pattern[str], Fabric], ...] = (
 )
 
 
+# every host prints the same few interface and device names: each is classified once
+@functools.lru_cache(maxsize=4096)
 def interface_fabric(name: str) -> Fabric | None:
     for pattern, fabric in _IFACE_CLASSES:
         if pattern.match(name):
@@ -145,6 +148,7 @@ def interface_fabric(name: str) -> Fabric | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def device_fabric(name: str, link_layer: str) -> Fabric:
     for pattern, fabric in _DEVICE_CLASSES:
         if pattern.match(name):
@@ -282,27 +286,12 @@ def host_fabrics(job: Job) -> dict[str, HostFabric]:
     def name(hf: HostFabric, fabric: Fabric, text: str) -> None:
         hf.names.setdefault(fabric, set()).add(text)
 
-    # every host prints the same few interface and device names: each is matched once
-    iface_fabrics: dict[str, Fabric | None] = {}
-    dev_fabrics: dict[tuple[str, str], Fabric] = {}
-
-    def iface_fabric(text: str) -> Fabric | None:
-        if text not in iface_fabrics:
-            iface_fabrics[text] = interface_fabric(text)
-        return iface_fabrics[text]
-
-    def dev_fabric(dev: str, link_layer: str) -> Fabric:
-        key = (dev, link_layer)
-        if key not in dev_fabrics:
-            dev_fabrics[key] = device_fabric(dev, link_layer)
-        return dev_fabrics[key]
-
     for rec in job.of(BootstrapInterfaces, SocketInterfaces, IbDevices):
         hf = of(rec)
         if hf is None:
             continue
         for iface in _interfaces(rec):
-            fabric = iface_fabric(iface.name)
+            fabric = interface_fabric(iface.name)
             if fabric is not None:
                 _add(hf.shown, fabric, rec)
                 name(hf, fabric, iface.name)
@@ -310,18 +299,18 @@ def host_fabrics(job: Job) -> dict[str, HostFabric]:
             for entry in rec.devices:
                 members = entry.members if isinstance(entry, IbMergedDevice) else (entry,)
                 for dev in members:
-                    fabric = dev_fabric(dev.name, dev.link_layer)
+                    fabric = device_fabric(dev.name, dev.link_layer)
                     _add(hf.shown, fabric, rec)
                     name(hf, fabric, dev.name)
     for rec in job.of(IbDeviceDetail):
         hf = of(rec)
         if hf is not None:
-            fabric = dev_fabric(rec.name, rec.link_layer)
+            fabric = device_fabric(rec.name, rec.link_layer)
             _add(hf.shown, fabric, rec)
             name(hf, fabric, rec.name)
     for rec in job.of(InterfaceSpeed):
         hf = of(rec)
-        fabric = iface_fabric(rec.interface)
+        fabric = interface_fabric(rec.interface)
         if hf is not None and fabric is not None:
             _add(hf.shown, fabric, rec)
             name(hf, fabric, rec.interface)

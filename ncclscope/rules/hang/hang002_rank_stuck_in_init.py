@@ -40,7 +40,7 @@ def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
     has_errors = any(c.head is not None for c in job.chains) or job.has(
         WatchdogTimeout, NcclError, FrameworkError
     )
-    last_line: dict[str, int] = {}
+    last_line: dict[str, int] | None = None
     for comm in sorted(v.communicators.values(), key=lambda c: c.key):
         if not comm.prints_start:
             continue
@@ -48,7 +48,7 @@ def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
         if not stuck:
             continue
         done = [ri for ri in comm.ranks.values() if ri.complete is not None]
-        if not last_line:
+        if last_line is None:
             # read every record only once a rank is seen stuck
             last_line = _last_lines(job)
         # per source, the first COMPLETE of this communicator: the log went on after a COMPLETE
