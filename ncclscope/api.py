@@ -70,29 +70,37 @@ def build(
     one model (ncclscope.traces.inputs)."""
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
     from ncclscope.parse.frames import bulk_of
-    from ncclscope.parse.stream import batch_paths
-    from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, member_batches
+    from ncclscope.parse.pipeline import Segment, parse_segments
+    from ncclscope.parse.stream import file_segments
+    from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, member_segments
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats: list[SourceStats] = []
     parser = LineParser(limits=limits)
     # trace records join after every log's, as when the traces were files beside the logs
     artifacts: list[Artifact] = []
-    for item in iter_inputs([os.fspath(p) for p in paths], limits):
-        if isinstance(item, LogFile):
-            for records, bulks, _tables in batch_paths(
-                [item.path], limits, stats, progress=progress
-            ):
-                builder.add_batch(records, bulks)
-        elif isinstance(item, LogMember):
-            st = item.stats()
-            stats.append(st)
-            for records, frames in member_batches(item, st, parser, limits):
-                builder.add_batch(records, [bulk_of(f, item.source) for f in frames])
-        elif isinstance(item, Artifact):
-            artifacts.append(item)
-        else:
-            stats.append(item.stats())
+
+    def logs() -> Iterator[Segment]:
+        """Every log's batches, files and archive members alike, in input order: the pipeline
+        types small logs together (a job of per-rank logs is thousands of files)."""
+        for item in iter_inputs([os.fspath(p) for p in paths], limits):
+            if isinstance(item, LogFile):
+                st = SourceStats(item.path)
+                stats.append(st)
+                yield from file_segments(item.path, limits, st, progress is not None)
+            elif isinstance(item, LogMember):
+                st = item.stats()
+                stats.append(st)
+                yield from member_segments(item, st, limits)
+            elif isinstance(item, Artifact):
+                artifacts.append(item)
+            else:
+                stats.append(item.stats())
+
+    for seg, (records, frames) in parse_segments(logs(), parser, collapse=True):
+        if progress is not None and seg.meter is not None:
+            progress(seg.source, seg.meter)
+        builder.add_batch(records, [bulk_of(f, seg.source) for f in frames])
     for art in artifacts:
         # one unreadable artifact is reported, and the rest of the job is still read
         for rec in art.read.records if art.read is not None else ():

@@ -8,11 +8,12 @@ Heavy imports happen inside the commands so that ``ncclscope --help`` starts fas
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -135,15 +136,21 @@ def parse(
             # only --stats as a table is for reading; jsonl is for programs
             with ReadProgress("parse") as bar:
                 parser = LineParser(limits=run.limits)
-                for item in run.inputs():
-                    if not isinstance(item, LogFile):
+                # consecutive log files go to the pipeline together, which types small ones
+                # together (a job of per-rank logs)
+                for is_file, group in itertools.groupby(
+                    run.inputs(), lambda item: isinstance(item, LogFile)
+                ):
+                    if not is_file:
                         # archive members and trace artifacts: their records one by one
-                        for rec in input_records(item, run.stats, parser):
-                            if not stats and (not wanted or rec.KIND in wanted):
-                                sys.stdout.write(jsonl_line(record_to_dict(rec, with_text)) + "\n")
+                        for item in group:
+                            for rec in input_records(item, run.stats, parser):
+                                if not stats and (not wanted or rec.KIND in wanted):
+                                    line = jsonl_line(record_to_dict(rec, with_text))
+                                    sys.stdout.write(line + "\n")
                         continue
                     for chunk in jsonl_paths(
-                        [item.path],
+                        [cast(LogFile, item).path for item in group],
                         wanted,
                         with_text,
                         run.limits,

@@ -331,3 +331,84 @@ def test_records_come_in_line_order_when_no_pattern_takes_a_line_of_the_batch() 
     got, _ = _records(glued + b"\n" + stamped + b"\n", "columnar")
     assert [r["line"] for r in got] == [1, 2]
     _same(glued + b"\n" + stamped + b"\n")
+
+
+def _alone_and_packed(logs: list[tuple[str, bytes]], collapse: bool) -> tuple[Any, Any]:
+    """Each log read alone (``parse_batches``) and all of them as one stream of segments
+    (``parse_segments``): per log, its records (frames' rows built) and its accounting."""
+
+    def read(st: SourceStats, recs: list[Record], frames: Any) -> list[dict[str, Any]]:
+        built = recs + [rec for frame in frames for rec in frame.records(st.source)]
+        built.sort(key=lambda r: r.line)
+        return [record_to_dict(r, with_text=True) for r in built]
+
+    def facts(st: SourceStats) -> dict[str, Any]:
+        out = {f.name: getattr(st, f.name) for f in dataclasses.fields(st) if f.name != "damaged"}
+        return {**out, "damaged": st.damaged.counts()}
+
+    alone = []
+    for name, data in logs:
+        st = SourceStats(name)
+        got: list[dict[str, Any]] = []
+        batches = iter_batches(io.BytesIO(data), name, st.damaged)
+        for recs, frames in pipeline.parse_batches(batches, name, st, LineParser(), None, collapse):
+            got += read(st, recs, frames)
+        alone.append((got, facts(st)))
+    stats = {name: SourceStats(name) for name, _ in logs}
+    segments = (
+        pipeline.Segment(name, stats[name], batch)
+        for name, data in logs
+        for batch in iter_batches(io.BytesIO(data), name, stats[name].damaged)
+    )
+    packed: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in logs}
+    for seg, (recs, frames) in pipeline.parse_segments(segments, LineParser(), None, collapse):
+        packed[seg.source] += read(seg.stats, recs, frames)
+    return alone, [(packed[name], facts(stats[name])) for name, _ in logs]
+
+
+@pytest.mark.parametrize("collapse", [False, True])
+def test_small_logs_typed_together_read_as_each_alone(
+    collapse: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job of per-rank logs is thousands of small files, and the pipeline's polars queries
+    cost about as much for ten lines as for a batch: consecutive inputs are typed as one column.
+    Each log still gets exactly its own records and accounting, a connection's run never
+    crossing into another log (real fixtures: IB, RoCE, sockets, damaged, framework lines; one
+    log twice under two names)."""
+    real = sorted((Path(__file__).resolve().parent.parent / "fixtures/real").glob("*.log"))
+    logs = [(p.name, p.read_bytes()) for p in real[::7]]
+    # a binary input in the middle is noise only, as it would be alone
+    logs.insert(3, ("binary.bin", bytes(range(256)) * 64))
+    # the same processes in two logs (a job's log read beside its copy): a connection's run
+    # ends with its own log
+    both = next(p for p in real if p.name.startswith("227-")).read_bytes()
+    logs += [("a/227.log", both), ("b/227.log", both)]
+    calls: list[int] = []
+    message_columns = pipeline.match.message_columns
+
+    def counting(messages: Any) -> Any:
+        calls.append(len(messages))
+        return message_columns(messages)
+
+    monkeypatch.setattr(pipeline.match, "message_columns", counting)
+    alone, packed = _alone_and_packed(logs, collapse)
+    # alone: a query per log and batch (none for the binary one); packed: one for them all
+    assert len(calls) >= len(logs) and calls[-1] == sum(calls[:-1])
+    for (name, _), want, got in zip(logs, alone, packed, strict=True):
+        assert got[1] == want[1], name
+        assert got[0] == want[0], name
+
+
+def test_one_log_given_twice_is_read_twice_in_its_own_batches() -> None:
+    """``diagnose a.log a.log``: an input's batches are never packed with another of the same
+    name (the records of a pack are split back by name)."""
+    log = next((Path(__file__).resolve().parent.parent / "fixtures/real").glob("229-*.log"))
+    data = log.read_bytes()
+    st = SourceStats("t")
+    segments = [
+        pipeline.Segment("t", st, batch)
+        for _ in range(2)
+        for batch in iter_batches(io.BytesIO(data), "t", st.damaged)
+    ]
+    got = list(pipeline.parse_segments(segments, LineParser()))
+    assert len(got) == 2 and got[0][1][0] and len(got[0][1][0]) == len(got[1][1][0])

@@ -28,6 +28,7 @@ import dataclasses
 import functools
 import typing
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import polars as pl
@@ -43,7 +44,7 @@ from ncclscope.parse import match
 from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fields
 from ncclscope.parse.grammar import Markers
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.reader import Line, Lines, TextBatch
+from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
 from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record, type_hints
 
 #: lines per batch when lines come one at a time: large enough that polars' per-call cost
@@ -59,6 +60,17 @@ _LEGACY_LEVEL: Final = r"\] (?:\S+ )?(?:INFO|WARN|TRACE)\b"
 Batch = tuple[list[Record], list[KindFrame]]
 
 
+@dataclass(slots=True)
+class Segment:
+    """A batch of one input's lines, with the accounting its lines go to; ``meter``: how far
+    the input has been read, for a progress display."""
+
+    source: str
+    stats: SourceStats
+    lines: Lines
+    meter: ReadMeter | None = None
+
+
 def parse_batches(
     lines: Iterable[Line] | Iterable[Lines],
     source: str,
@@ -67,9 +79,27 @@ def parse_batches(
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
 ) -> Iterator[Batch]:
-    """The records of numbered lines (or of ``reader.iter_batches``' batches), a batch at a
-    time: the records in line order, and the frames of the kinds read as columns. With the
-    lark engine every line is read by Lark.
+    """The records of numbered lines (or of ``reader.iter_batches``' batches) of one input, a
+    batch at a time: ``parse_segments`` of its batches."""
+    segments = (Segment(source, stats, batch) for batch in _batched(lines))
+    for _segment, batch in parse_segments(segments, parser, kinds, collapse):
+        yield batch
+
+
+def parse_segments(
+    segments: Iterable[Segment],
+    parser: LineParser,
+    kinds: frozenset[str] | None = None,
+    collapse: bool = False,
+) -> Iterator[tuple[Segment, Batch]]:
+    """The records of each segment, in the order given: the records in line order, and the
+    frames of the kinds read as columns. With the lark engine every line is read by Lark.
+
+    Consecutive segments of different inputs are typed together, up to BATCH_LINES lines: the
+    pipeline's polars queries cost about as much for one line as for thousands, and a big job
+    often writes one small log per rank (torchrun's ``--log-dir``, Slurm's ``%t``). An input's
+    own batches are never packed together, so each input is read in the batches it would be
+    read in alone.
 
     ``kinds``: only the patterns' rows of these kinds become records or frames (the others are
     counted, not built: ``parse --stats`` wants no record, ``parse --kind`` a few kinds); None:
@@ -79,19 +109,36 @@ def parse_batches(
     ``collapse``: for the job model, the lines of one connection on several channels come as one
     record (ncclscope.model.collapse), built once from the patterns' rows; the job builder
     gathers what is left (the lark engine's lines, a line the patterns leave to Lark)."""
-    columnar = parser.engine != "lark"
-    for batch in _batched(lines):
-        frames: list[KindFrame] = []
-        if columnar:
-            records, frames = _columnar(batch, source, stats, parser, kinds, collapse)
-        else:
-            records = []
-            for ln in _as_lines(batch):
-                records.extend(parser.parse_line(source, ln.number, ln.text, stats, ln.cut))
-        more = _last_error_lines(batch, records, stats)
+    pack: list[Segment] = []
+    size = 0
+    for segment in segments:
+        n = _length(segment.lines)
+        if pack and (size + n > BATCH_LINES or any(s.source == segment.source for s in pack)):
+            yield from _parse_pack(pack, parser, kinds, collapse)
+            pack, size = [], 0
+        pack.append(segment)
+        size += n
+    if pack:
+        yield from _parse_pack(pack, parser, kinds, collapse)
+
+
+def _parse_pack(
+    pack: list[Segment], parser: LineParser, kinds: frozenset[str] | None, collapse: bool
+) -> Iterator[tuple[Segment, Batch]]:
+    if parser.engine != "lark":
+        batches = _columnar(pack, parser, kinds, collapse)
+    else:
+        batches = []
+        for seg in pack:
+            records: list[Record] = []
+            for ln in _as_lines(seg.lines):
+                records.extend(parser.parse_line(seg.source, ln.number, ln.text, seg.stats, ln.cut))
+            batches.append((records, []))
+    for seg, (records, frames) in zip(pack, batches, strict=True):
+        more = _last_error_lines(seg.lines, records, seg.stats)
         if more:
             records = sorted(records + more, key=_line_of)
-        yield records, frames
+        yield seg, (records, frames)
 
 
 def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -> list[Record]:
@@ -147,30 +194,27 @@ def batch_records(
 
 
 def _columnar(
-    batch: Lines,
-    source: str,
-    stats: SourceStats,
+    pack: list[Segment],
     parser: LineParser,
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
-) -> Batch:
-    if isinstance(batch, TextBatch):
-        n = len(batch.texts)
-        numbers: Any = range(batch.first, batch.first + n)
-        texts: Any = batch.texts
-    else:
-        n = len(batch)
-        numbers = [ln.number for ln in batch]
-        # a cut line is never the patterns': NUL keeps it out (not printable ASCII)
-        texts = [ln.text if not ln.cut else "\x00" for ln in batch]
-    df = pl.DataFrame(
-        {"i": range(n), "line": numbers, "text": texts},
-        schema={"i": pl.Int64, "line": pl.Int64, "text": pl.String},
-    )
+) -> list[Batch]:
+    """The records and frames of each segment of a pack, its lines typed as one column: the
+    polars queries cost the same for ten lines as for a hundred thousand, and a job of per-rank
+    logs is thousands of small files."""
+    out: list[Batch] = [([], []) for _ in pack]
+    # the line path counts a binary input's lines as noise
+    live: list[int] = []
+    for k, seg in enumerate(pack):
+        if seg.stats.damaged.binary:
+            every = range(_length(seg.lines))
+            out[k] = (_line_path(seg.lines, every, seg.source, seg.stats, parser), [])
+        else:
+            live.append(k)
+    if not live:
+        return out
+    df = _lines_frame(pack, live)
     text = pl.col("text")
-    if stats.damaged.binary:
-        # the line path counts a binary input's lines as noise
-        return _line_path(batch, range(n), source, stats, parser), []
     # lines the line path would read unchanged: cleaning is a no-op on them
     plain = df.filter(
         text.str.len_bytes() <= parser.limits.max_parse_chars,
@@ -186,9 +230,10 @@ def _columnar(
         ~text.str.contains(_LEGACY_LEVEL),
         ~text.str.contains_any(list(parser.markers.foreign_literals)),
         ~text.str.contains(_foreign_start(parser.markers)),
-    ).get_column("i")
-    stats.lines += noise.len()
-    stats.noise += noise.len()
+    ).select("i", "src")
+    for k, count in _per_segment(noise):
+        pack[k].stats.lines += count
+        pack[k].stats.noise += count
     cap = parser.limits.max_token_chars
     # a line with a token over the budget is the line path's to give up; only a line longer than
     # the budget can hold one (the ring of a 4,096-rank job is a 20 KB line of short tokens)
@@ -211,6 +256,8 @@ def _columnar(
         text.str.find(_LEVEL).alias("pos"), text.str.extract(_LEVEL_WORD, 1).alias("level")
     ).select(
         "i",
+        "src",
+        "j",
         "line",
         "text",
         "level",
@@ -230,52 +277,112 @@ def _columnar(
     base = cand.drop("ok", "msg").with_row_index("row")
     messages = cand.get_column("msg")
     tables = match.message_columns(messages).tables
+    sources = [seg.source for seg in pack]
     records: list[Record] = []
-    frames: list[KindFrame] = []
-    claimed: list[pl.Series] = []
+    claimed: list[pl.DataFrame] = []
     connections: pl.DataFrame | None = None
     for kind, table in tables.items():
         if not table.height:
             continue
         if kinds is not None and kind not in kinds:
-            claimed.append(base.join(table.select("row"), on="row", how="semi").get_column("i"))
+            claimed.append(base.join(table.select("row"), on="row", how="semi").select("i", "src"))
             continue
         rows = base.join(table, on="row", how="inner", maintain_order="right").drop("row")
         cls = cast(type[Record], KINDS[kind])
-        claimed.append(rows.get_column("i"))
-        rows = rows.drop("i")
+        claimed.append(rows.select("i", "src"))
+        rows = rows.drop("i", "j")
         if collapse and cls is Connection:
             connections = rows  # built once the batch's other records say where runs end
             continue
-        frame = _frame(cls, rows)
-        if frame is not None:
-            frames.append(frame)
+        if cls.KIND in HIGH_VOLUME_KINDS and plain_record(cls):
+            for k, part in _by_segment(rows):
+                frame = _frame(cls, part.drop("src"))
+                if frame is not None:
+                    out[k][1].append(frame)
+                else:
+                    records.extend(_records(cls, part, sources))
         else:
-            records.extend(_records(cls, rows, source))
-    count = sum(c.len() for c in claimed)
-    stats.lines += count
-    stats.nccl_lines += count
-    stats.typed += count
-    stats.records += count
-    taken = pl.concat([noise, *claimed])
+            records.extend(_records(cls, rows, sources))
+    for k, count in _per_segment(pl.concat(claimed) if claimed else None):
+        pack[k].stats.lines += count
+        pack[k].stats.nccl_lines += count
+        pack[k].stats.typed += count
+        pack[k].stats.records += count
+    taken = pl.concat([noise.get_column("i"), *(c.get_column("i") for c in claimed)])
     # a whole envelope and a message no pattern takes: Lark reads the message alone
     unclaimed = base.with_columns(messages.alias("msg")).filter(~pl.col("i").is_in(taken.implode()))
-    typed, untyped = _message_path(unclaimed, source, stats, parser)
+    typed, untyped = _message_path(unclaimed, pack, parser)
     records.extend(typed)
     taken = pl.concat(
         [taken, unclaimed.get_column("i").filter(~unclaimed.get_column("i").is_in(untyped))]
     )
-    every = pl.Series("i", range(n), dtype=pl.Int64)
-    left = every.filter(~every.is_in(taken.implode())).to_list()
-    records.extend(_line_path(batch, left, source, stats, parser))
+    left = df.filter(~pl.col("i").is_in(taken.implode())).select("src", "j")
+    for k, part in _by_segment(left):
+        seg = pack[k]
+        records.extend(
+            _line_path(seg.lines, part.get_column("j").to_list(), seg.source, seg.stats, parser)
+        )
     if connections is not None:
-        records.extend(_connection_groups(connections, records, source))
+        records.extend(_connection_groups(connections, records, sources))
+    by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
+    for rec in records:
+        by_source[rec.source].append(rec)
     if claimed or typed:
-        records.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
-    return records, frames
+        for got, _frames in out:
+            got.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
+    return out
 
 
-def _connection_groups(rows: pl.DataFrame, others: list[Record], source: str) -> list[Record]:
+def _length(lines: Lines) -> int:
+    return len(lines.texts) if isinstance(lines, TextBatch) else len(lines)
+
+
+def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
+    """The lines of the pack's segments ``live`` as one frame: ``i`` the row, ``src`` the
+    segment, ``j`` the line's place in its segment's batch."""
+    src: list[int] = []
+    place: list[int] = []
+    numbers: list[int] = []
+    texts: list[str] = []
+    for k in live:
+        lines = pack[k].lines
+        n = _length(lines)
+        src += [k] * n
+        place += range(n)
+        if isinstance(lines, TextBatch):
+            numbers += range(lines.first, lines.first + n)
+            texts += lines.texts
+        else:
+            numbers += (ln.number for ln in lines)
+            # a cut line is never the patterns': NUL keeps it out (not printable ASCII)
+            texts += (ln.text if not ln.cut else "\x00" for ln in lines)
+    return pl.DataFrame(
+        {"i": range(len(src)), "src": src, "j": place, "line": numbers, "text": texts},
+        schema={"i": pl.Int64, "src": pl.Int64, "j": pl.Int64, "line": pl.Int64, "text": pl.String},
+    )
+
+
+def _per_segment(rows: pl.DataFrame | None) -> list[tuple[int, int]]:
+    """How many of ``rows`` each segment (``src``) has."""
+    if rows is None or not rows.height:
+        return []
+    return [(k, n) for k, n in rows.group_by("src").len().iter_rows()]
+
+
+def _by_segment(rows: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
+    """``rows`` cut by segment (``src``), each in its order."""
+    if not rows.height:
+        return []
+    first = rows.item(0, "src")
+    if rows.get_column("src").eq(first).all():
+        return [(first, rows)]
+    parts = rows.partition_by("src", as_dict=True, maintain_order=True)
+    return [(int(k), part) for (k,), part in parts.items()]
+
+
+def _connection_groups(
+    rows: pl.DataFrame, others: list[Record], sources: list[str]
+) -> list[Record]:
     """The patterns' connection rows as records, the rows of one connection (alike but for
     line, text, channel and timestamp) in one run of its process as one ``ConnectionGroup``
     (ncclscope.model.collapse): a run ends at any other record of the process.
@@ -284,25 +391,31 @@ def _connection_groups(rows: pl.DataFrame, others: list[Record], source: str) ->
     lines, ~24 per connection (one per channel); on the 4,096-GPU bigjob log, 438k lines became
     records in 13 of 34 s CPU."""
     if rows.height < 2:
-        return _records(Connection, rows, source)
-    # where runs end: the lines of the process's other records (a null host or pid is a value)
+        return _records(Connection, rows, sources)
+    # where runs end: the lines of the process's other records (a null host or pid is a value);
+    # a pack's inputs never share a name
+    segment = {name: k for k, name in enumerate(sources)}
     ends = pl.DataFrame(
-        [(r.line, r.host, r.pid) for r in others if not isinstance(r, Connection)],
-        schema={"line": pl.Int64, "_host": pl.String, "_pid": pl.Int64},
+        [
+            (segment[r.source], r.line, r.host, r.pid)
+            for r in others
+            if not isinstance(r, Connection)
+        ],
+        schema={"src": pl.Int64, "line": pl.Int64, "_host": pl.String, "_pid": pl.Int64},
         orient="row",
     )
     process = [
         pl.col("host").fill_null("\x00").alias("_host"),
         pl.col("pid").fill_null(-1).alias("_pid"),
     ]
-    rows = rows.with_columns(*process).sort("line")
+    rows = rows.with_columns(*process).sort("src", "line")
     ends = (
         ends.with_columns(pl.col("_host").fill_null("\x00"), pl.col("_pid").fill_null(-1))
-        .sort("line")
+        .sort("src", "line")
         .with_columns(pl.int_range(1, pl.len() + 1).alias("_run"))
     )
     rows = rows.join_asof(
-        ends, on="line", by=["_host", "_pid"], strategy="backward", check_sortedness=False
+        ends, on="line", by=["src", "_host", "_pid"], strategy="backward", check_sortedness=False
     )
     keys = [c for c in rows.columns if c not in PER_LINE]
     grouped = rows.group_by(keys, maintain_order=True).agg(
@@ -318,11 +431,11 @@ def _connection_groups(rows: pl.DataFrame, others: list[Record], source: str) ->
         pl.col("line").list.slice(1).alias("more_lines"),
         pl.col("channel").list.slice(1).alias("more_channels"),
     )
-    return _records(Connection, single, source) + _records(ConnectionGroup, several, source)
+    return _records(Connection, single, sources) + _records(ConnectionGroup, several, sources)
 
 
 def _message_path(
-    rows: pl.DataFrame, source: str, stats: SourceStats, parser: LineParser
+    rows: pl.DataFrame, pack: list[Segment], parser: LineParser
 ) -> tuple[list[Record], list[int]]:
     """The records of rows whose envelope the patterns read and whose message Lark types (a kind
     the patterns leave to Lark), and the rows (``i``) left to the line path.
@@ -335,8 +448,10 @@ def _message_path(
     records: list[Record] = []
     left: list[int] = []
     envelopes = [_shared_texts(rows.get_column(name)) for name in ENVELOPE]
-    for i, line, text, level, message, *env in zip(
+    counts = [0] * len(pack)
+    for i, k, line, text, level, message, *env in zip(
         rows.get_column("i").to_list(),
+        rows.get_column("src").to_list(),
         rows.get_column("line").to_list(),
         rows.get_column("text").to_list(),
         rows.get_column("level").to_list(),
@@ -351,7 +466,7 @@ def _message_path(
                 continue
             records.append(
                 body.cls(
-                    source=source,
+                    source=pack[k].source,
                     line=line,
                     text=text,
                     level=_LEVELS[level],
@@ -359,13 +474,14 @@ def _message_path(
                     **body.fields,
                 )
             )
+            counts[k] += 1
         except (TypeError, ValueError, RecursionError):
             left.append(i)
-    count = len(records)
-    stats.lines += count
-    stats.nccl_lines += count
-    stats.typed += count
-    stats.records += count
+    for seg, count in zip(pack, counts, strict=True):
+        seg.stats.lines += count
+        seg.stats.nccl_lines += count
+        seg.stats.typed += count
+        seg.stats.records += count
     return records, left
 
 
@@ -450,8 +566,9 @@ def _default(cls: type[Record], name: str) -> Any:
     return None if default is dataclasses.MISSING else default
 
 
-def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
-    """Rows as records, each field coerced to its annotation as the transformer does.
+def _records(cls: type[Record], rows: pl.DataFrame, sources: list[str]) -> list[Record]:
+    """Rows as records, each field coerced to its annotation as the transformer does; a row's
+    source is ``sources[src]``.
 
     The work is done a column at a time (a column's values converted in one pass, a field not
     printed given its default there), so building a record is one constructor call."""
@@ -462,13 +579,14 @@ def _records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]
     levels = [_LEVELS[v] for v in rows.get_column("level").to_list()]
     return [
         cls(
-            source=source,
+            source=sources[k],
             line=line,
             text=text,
             level=level,
             **dict(zip(names, values, strict=True)),
         )
-        for line, text, level, *values in zip(
+        for k, line, text, level, *values in zip(
+            rows.get_column("src").to_list(),
             rows.get_column("line").to_list(),
             rows.get_column("text").to_list(),
             levels,
@@ -496,7 +614,7 @@ def _shared_texts(series: pl.Series) -> list[Any]:
     return [v if v is None else shared.setdefault(v, v) for v in values]
 
 
-_ROW_COLUMNS: Final = frozenset({"line", "text", "level", *ENVELOPE})
+_ROW_COLUMNS: Final = frozenset({"src", "line", "text", "level", *ENVELOPE})
 
 
 _PART_CLASS: dict[tuple[type, str], type[Part] | None] = {}

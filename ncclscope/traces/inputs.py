@@ -17,10 +17,9 @@ from typing import BinaryIO
 
 from ncclscope.errors import NcclscopeError
 from ncclscope.model.records.base import Record
-from ncclscope.parse.frames import KindFrame
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.pipeline import BATCH_LINES, batch_records, parse_batches
+from ncclscope.parse.pipeline import BATCH_LINES, Segment, batch_records
 from ncclscope.parse.reader import READ_ERRORS, Damage, archive_format, iter_batches, iter_members
 from ncclscope.traces import (
     TraceRead,
@@ -37,7 +36,7 @@ from ncclscope.traces.sniff import ArtifactKind
 
 @dataclass(frozen=True, slots=True)
 class LogFile:
-    """A log file or stdin: the pipeline opens it itself (``parse.stream.batch_paths``)."""
+    """A log file or stdin: the pipeline opens it itself (``parse.stream.file_segments``)."""
 
     path: str
 
@@ -141,13 +140,12 @@ def _members(path: str, limits: Limits) -> Iterator[Input]:
         yield ArchiveNotes(path, archive)
 
 
-def member_batches(
-    member: LogMember, stats: SourceStats, parser: LineParser, limits: Limits = DEFAULT_LIMITS
-) -> Iterator[tuple[list[Record], list[KindFrame]]]:
-    """A log member through the pipeline for the job model, as ``parse.stream.batch_paths``
-    reads a file: a batch of records and frames at a time."""
+def member_segments(member: LogMember, stats: SourceStats, limits: Limits) -> Iterator[Segment]:
+    """A log member's batches as the pipeline's segments (``parse.stream.file_segments`` of a
+    file)."""
     lines = iter_batches(member.stream, member.source, stats.damaged, limits, BATCH_LINES)
-    yield from parse_batches(lines, member.source, stats, parser, collapse=True)
+    for batch in lines:
+        yield Segment(member.source, stats, batch)
 
 
 def member_records(
