@@ -224,6 +224,66 @@ def test_an_input_that_fails_is_a_row_and_the_batch_goes_on(tmp_path: Path) -> N
     assert (again.exported, again.skipped) == (1, 1)
 
 
+def _dataset(out: Path) -> dict[str, pl.DataFrame]:
+    """Every table of a dataset, as written."""
+    return {
+        name: pl.concat([pl.read_parquet(f) for f in sorted((out / name).glob("*.parquet"))])
+        for name in TABLES
+        if any((out / name).glob("*.parquet"))
+    }
+
+
+def _export_job(logs: list[Path], out: Path) -> dict[str, pl.DataFrame]:
+    args = ["export", *map(str, logs), "-o", str(out), "--job-id", "j"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    return _dataset(out)
+
+
+def test_a_job_of_small_logs_is_typed_together_and_written_as_each_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job of per-rank logs is many small inputs; the pipeline types them together (one
+    polars pass for all), and every table is what reading each alone writes. A parser error
+    still costs only the input it is met in: its source row says what it was, and the other
+    inputs' rows are as they were."""
+    from ncclscope.parse import pipeline
+
+    logs = real_logs()[::9]
+    columnar = pipeline._columnar
+    sizes: list[int] = []
+
+    def counting(pack: list[Any], *args: Any) -> Any:
+        sizes.append(len(pack))
+        return columnar(pack, *args)
+
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "_columnar", counting)
+        packed = _export_job(logs, tmp_path / "packed")
+    assert sizes == [len(logs)]
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "BATCH_LINES", 1)  # each input's batch a pack of its own
+        alone = _export_job(logs, tmp_path / "alone")
+    assert packed.keys() == alone.keys()
+    for name, table in packed.items():
+        assert table.equals(alone[name]), name
+    bad = logs[len(logs) // 2]
+
+    def failing(pack: list[Any], *args: Any) -> Any:
+        if any(seg.source == str(bad) for seg in pack):
+            raise RuntimeError("a parser bug")
+        return columnar(pack, *args)
+
+    monkeypatch.setattr(pipeline, "_columnar", failing)
+    got = _export_job(logs, tmp_path / "bug")["sources"]
+    want = packed["sources"]
+    row = got.filter(pl.col("source") == str(bad))
+    assert row["status"].to_list() == ["error"] and row["error"][0] == "RuntimeError: a parser bug"
+    assert got.filter(pl.col("source") != str(bad)).equals(
+        want.filter(pl.col("source") != str(bad))
+    )
+
+
 def test_damaged_archive_is_recorded(tmp_path: Path) -> None:
     archive = tmp_path / "cut.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:

@@ -9,12 +9,13 @@ exported again by the next run. Inputs and the dataset may be URLs (see ``ncclsc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,8 +43,10 @@ from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import InitTimings
 from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import views
+from ncclscope.parse.frames import KindFrame
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.pipeline import BATCH_LINES, Segment, Step
 from ncclscope.parse.reader import Damage, ReadMeter, iter_batches
 from ncclscope.parse.stream import Progress
 
@@ -343,13 +346,15 @@ class JobExport:
     # -- inputs ------------------------------------------------------------------------------
 
     def run(self, hashes: dict[str, str]) -> JobResult:
+        from ncclscope.parse.pipeline import parse_segments
+
         try:
-            for inp in self.plan.inputs:
-                sha = hashes.get(inp.path)
-                if inp.archive:
-                    self._archive(inp, sha)
-                else:
-                    self._file(inp, sha)
+            # every input's batches in one stream: the pipeline types small logs together (a
+            # job of per-rank logs), and a parser error costs the input it is met in
+            for seg, (records, frames) in parse_segments(
+                self._segments(hashes), self.parser, contain=True
+            ):
+                self._take(seg, records, frames)
             self._job_tables(self.builder.finish())
         except BaseException:
             for w in self.writers.values():
@@ -358,34 +363,45 @@ class JobExport:
         self._commit()
         return self.result
 
-    def _file(self, inp: Input, sha: str | None) -> None:
-        if not fs.is_url(inp.path) and self._trace(inp, sha):
-            return
+    def _segments(self, hashes: dict[str, str]) -> Iterator[Segment | Step]:
+        for inp in self.plan.inputs:
+            sha = hashes.get(inp.path)
+            if inp.archive:
+                yield from self._archive(inp, sha)
+            else:
+                yield from self._file(inp, sha)
+
+    def _file(self, inp: Input, sha: str | None) -> Iterator[Segment | Step]:
+        if not fs.is_url(inp.path):
+            trace = self._trace(inp, sha)
+            if trace is not None:
+                yield trace
+                return
         stats = SourceStats(inp.path)
         size = _size(inp.path)
         reader: _HashingReader | None = None
         try:
             with fs.open_log(inp.path, self.parser.limits, stats.damaged) as stream:
                 reader = _HashingReader(stream)
-                self._parse(reader, inp.path, stats, size)
+                yield from self._log(reader, inp.path, stats, size)
         except (NcclscopeError, OSError) as exc:
             stats.error = str(exc)
-        except Exception as exc:  # a parser bug must cost one input, not the batch
+        except Exception as exc:  # a reader bug must cost one input, not the batch
             stats.error = f"{type(exc).__name__}: {exc}"
-        self._source_row(inp.path, None, sha, size, stats, reader)
+        yield Step(functools.partial(self._source_row, inp.path, None, sha, size, stats, reader))
 
-    def _trace(self, inp: Input, sha: str | None) -> bool:
-        """Read a local file that is a trace artifact (ncclscope.traces) into the job and the
-        records table; False for a log. A refused artifact is a source row with its error."""
-        from ncclscope.export.rows import batch_tables
+    def _trace(self, inp: Input, sha: str | None) -> Step | None:
+        """A local file that is a trace artifact (ncclscope.traces), read: the step that takes
+        it into the job and the records table; None for a log. A refused artifact is a source
+        row with its error."""
         from ncclscope.traces import TraceRefused, read_trace, sniff_path, trace_stats
 
         try:
             kind = sniff_path(inp.path, self.parser.limits)
         except (NcclscopeError, OSError):
-            return False  # the log path reports what is wrong with the file
+            return None  # the log path reports what is wrong with the file
         if kind is None:
-            return False
+            return None
         size = _size(inp.path)
         try:
             read = read_trace(inp.path, kind, input_limits=self.parser.limits)
@@ -393,14 +409,21 @@ class JobExport:
             stats = SourceStats(inp.path)
             stats.artifact = kind.value
             stats.error = str(exc) if isinstance(exc, TraceRefused) else f"{exc}"
-            self._source_row(inp.path, None, sha, size, stats, None)
-            return True
-        stats = trace_stats(read)
-        self._batch(read.records, [], batch_tables(read.records, [], self.job_id, inp.path))
-        self._source_row(inp.path, None, sha, size, stats, None, (sha or fs.sha256(inp.path), size))
-        return True
+            return Step(functools.partial(self._source_row, inp.path, None, sha, size, stats, None))
+        text = (sha or fs.sha256(inp.path), size)
 
-    def _archive(self, inp: Input, sha: str | None) -> None:
+        def take() -> None:
+            self._trace_records(read.records, inp.path)
+            self._source_row(inp.path, None, sha, size, trace_stats(read), None, text)
+
+        return Step(take)
+
+    def _trace_records(self, records: list[Record], source: str) -> None:
+        from ncclscope.export.rows import batch_tables
+
+        self._batch(records, [], batch_tables(records, [], self.job_id, source))
+
+    def _archive(self, inp: Input, sha: str | None) -> Iterator[Segment | Step]:
         from ncclscope.traces import sniff_stream
 
         archive_damage = Damage()
@@ -414,28 +437,37 @@ class JobExport:
                 before = len(archive_damage.notes)
                 kind, stream = sniff_stream(member.stream)
                 reader = _HashingReader(stream)
+                traced: list[Record] = []
                 try:
                     if kind is None:
-                        self._parse(reader, member.source, stats)
+                        yield from self._log(reader, member.source, stats)
                     else:
-                        stats = self._trace_member(reader, member.source, kind)
-                except Exception as exc:  # a parser bug must cost one member, not the batch
+                        stats, traced = self._trace_member(reader, member.source, kind)
+                except Exception as exc:  # a reader bug must cost one member, not the batch
                     stats.error = f"{type(exc).__name__}: {exc}"
                 # cap notes about this member were noted on the archive while it was read
                 stats.damaged.notes.extend(archive_damage.notes[before:])
                 del archive_damage.notes[before:]
-                self._source_row(inp.path, member.name, sha, member.size, stats, reader)
+                row = (inp.path, member.name, sha, member.size, stats, reader)
+                yield Step(functools.partial(self._take_member, member.source, traced, *row))
         except (NcclscopeError, OSError) as exc:
             archive_damage.note(str(exc))
-            self._archive_row(inp, sha, archive_damage, error=str(exc))
+            yield Step(functools.partial(self._archive_row, inp, sha, archive_damage, str(exc)))
             return
         if archive_damage.notes:
-            self._archive_row(inp, sha, archive_damage, error=None)
+            yield Step(functools.partial(self._archive_row, inp, sha, archive_damage, None))
 
-    def _trace_member(self, reader: _HashingReader, source: str, kind: ArtifactKind) -> SourceStats:
-        """A member that is a trace artifact, read into the job and the records table; refused:
-        its source row says why."""
-        from ncclscope.export.rows import batch_tables
+    def _take_member(self, source: str, traced: list[Record], *row: Any) -> None:
+        """A member's trace records (if it is a trace artifact) and its source row."""
+        if traced:
+            self._trace_records(traced, source)
+        self._source_row(*row)
+
+    def _trace_member(
+        self, reader: _HashingReader, source: str, kind: ArtifactKind
+    ) -> tuple[SourceStats, list[Record]]:
+        """A member that is a trace artifact, read: its accounting and records; refused: its
+        source row says why."""
         from ncclscope.traces import TraceRefused, read_trace_stream, trace_stats
 
         try:
@@ -446,9 +478,8 @@ class JobExport:
             stats = SourceStats(source)
             stats.artifact = kind.value
             stats.error = str(exc)
-            return stats
-        self._batch(read.records, [], batch_tables(read.records, [], self.job_id, source))
-        return trace_stats(read)
+            return stats, []
+        return trace_stats(read), read.records
 
     def _archive_row(self, inp: Input, sha: str | None, damage: Damage, error: str | None) -> None:
         stats = SourceStats(inp.path)
@@ -456,23 +487,26 @@ class JobExport:
         stats.error = error
         self._source_row(inp.path, None, sha, _size(inp.path), stats, None)
 
-    def _parse(
+    def _log(
         self, reader: _HashingReader, source: str, stats: SourceStats, size: int | None = None
-    ) -> None:
-        from ncclscope.export.rows import batch_tables
-        from ncclscope.parse.frames import bulk_of
-        from ncclscope.parse.pipeline import BATCH_LINES, parse_batches
-
+    ) -> Iterator[Segment]:
+        """A log's batches as segments, each with how far the input has been read."""
         lines = iter_batches(
             cast(BinaryIO, reader), source, stats.damaged, self.parser.limits, BATCH_LINES
         )
-        for records, frames in parse_batches(lines, source, stats, self.parser):
-            if self.progress is not None:
-                # what was read is text: the stored size is its total only for a plain file
-                total = size if size is not None and reader.count <= size else None
-                self.progress(source, ReadMeter(reader.count, total))
-            tables = batch_tables(records, frames, self.job_id, source)
-            self._batch(records, [bulk_of(f, source) for f in frames], tables)
+        for batch in lines:
+            # what was read is text: the stored size is its total only for a plain file
+            total = size if size is not None and reader.count <= size else None
+            yield Segment(source, stats, batch, ReadMeter(reader.count, total))
+
+    def _take(self, seg: Segment, records: list[Record], frames: list[KindFrame]) -> None:
+        from ncclscope.export.rows import batch_tables
+        from ncclscope.parse.frames import bulk_of
+
+        if self.progress is not None and seg.meter is not None:
+            self.progress(seg.source, seg.meter)
+        tables = batch_tables(records, frames, self.job_id, seg.source)
+        self._batch(records, [bulk_of(f, seg.source) for f in frames], tables)
 
     def _batch(self, records: list[Record], bulks: list[Bulk], tables: dict[str, pa.Table]) -> None:
         """One batch of lines, parsed here or by a worker."""

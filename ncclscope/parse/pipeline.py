@@ -24,10 +24,11 @@ Every command (``parse``, ``diagnose``, ``topo``, ``export``) reads its inputs t
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -71,6 +72,15 @@ class Segment:
     meter: ReadMeter | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What a consumer does at a point in a stream of segments (the exporter writes an input's
+    source row once its last batch is taken, a trace artifact's records in their place): run
+    in its place, after every segment before it is handed on and before any after it."""
+
+    run: Callable[[], None]
+
+
 def parse_batches(
     lines: Iterable[Line] | Iterable[Lines],
     source: str,
@@ -87,13 +97,15 @@ def parse_batches(
 
 
 def parse_segments(
-    segments: Iterable[Segment],
+    segments: Iterable[Segment | Step],
     parser: LineParser,
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
+    contain: bool = False,
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
-    frames of the kinds read as columns. With the lark engine every line is read by Lark.
+    frames of the kinds read as columns. With the lark engine every line is read by Lark. A
+    :class:`Step` among the segments is run in its place.
 
     Consecutive segments of different inputs are typed together, up to BATCH_LINES lines: the
     pipeline's polars queries cost about as much for one line as for thousands, and a big job
@@ -108,37 +120,89 @@ def parse_segments(
 
     ``collapse``: for the job model, the lines of one connection on several channels come as one
     record (ncclscope.model.collapse), built once from the patterns' rows; the job builder
-    gathers what is left (the lark engine's lines, a line the patterns leave to Lark)."""
-    pack: list[Segment] = []
+    gathers what is left (the lark engine's lines, a line the patterns leave to Lark).
+
+    ``contain``: a parser error costs the segment it is met in, not the run: its input's
+    ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
+    going with the job's other inputs)."""
+    pack: list[Segment | Step] = []
     size = 0
-    for segment in segments:
-        n = _length(segment.lines)
-        if pack and (size + n > BATCH_LINES or any(s.source == segment.source for s in pack)):
-            yield from _parse_pack(pack, parser, kinds, collapse)
-            pack, size = [], 0
-        pack.append(segment)
-        size += n
+    for item in segments:
+        if isinstance(item, Segment):
+            n = _length(item.lines)
+            if size and (size + n > BATCH_LINES or _holds(pack, item.source)):
+                yield from _parse_pack(pack, parser, kinds, collapse, contain)
+                pack, size = [], 0
+            size += n
+        pack.append(item)
     if pack:
-        yield from _parse_pack(pack, parser, kinds, collapse)
+        yield from _parse_pack(pack, parser, kinds, collapse, contain)
+
+
+def _holds(pack: list[Segment | Step], source: str) -> bool:
+    return any(isinstance(s, Segment) and s.source == source for s in pack)
 
 
 def _parse_pack(
-    pack: list[Segment], parser: LineParser, kinds: frozenset[str] | None, collapse: bool
+    pack: list[Segment | Step],
+    parser: LineParser,
+    kinds: frozenset[str] | None,
+    collapse: bool,
+    contain: bool,
 ) -> Iterator[tuple[Segment, Batch]]:
-    if parser.engine != "lark":
-        batches = _columnar(pack, parser, kinds, collapse)
-    else:
-        batches = []
-        for seg in pack:
-            records: list[Record] = []
-            for ln in _as_lines(seg.lines):
-                records.extend(parser.parse_line(seg.source, ln.number, ln.text, seg.stats, ln.cut))
-            batches.append((records, []))
-    for seg, (records, frames) in zip(pack, batches, strict=True):
-        more = _last_error_lines(seg.lines, records, seg.stats)
+    segments = [s for s in pack if isinstance(s, Segment)]
+    saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
+    try:
+        batches = iter(_read_pack(segments, parser, kinds, collapse))
+    except Exception as exc:
+        if not contain:
+            raise
+        if saved:
+            # find the segment it was met in: each read alone, from the accounting before
+            for seg, before in zip(segments, saved, strict=True):
+                _restore(seg.stats, before)
+            for item in pack:
+                if isinstance(item, Step):
+                    item.run()
+                else:
+                    yield from _parse_pack([item], parser, kinds, collapse, contain)
+            return
+        segments[0].stats.error = f"{type(exc).__name__}: {exc}"
+        batches = iter([([], [])])
+    for item in pack:
+        if isinstance(item, Step):
+            item.run()
+            continue
+        records, frames = next(batches)
+        more = _last_error_lines(item.lines, records, item.stats)
         if more:
             records = sorted(records + more, key=_line_of)
-        yield seg, (records, frames)
+        yield item, (records, frames)
+
+
+def _restore(stats: SourceStats, before: SourceStats) -> None:
+    """The accounting as it was, in place: the reader still counts damage into its object."""
+    for f in dataclasses.fields(before):
+        if f.name != "damaged":
+            setattr(stats, f.name, getattr(before, f.name))
+    for f in dataclasses.fields(before.damaged):
+        setattr(stats.damaged, f.name, getattr(before.damaged, f.name))
+
+
+def _read_pack(
+    pack: list[Segment], parser: LineParser, kinds: frozenset[str] | None, collapse: bool
+) -> list[Batch]:
+    if not pack:
+        return []
+    if parser.engine != "lark":
+        return _columnar(pack, parser, kinds, collapse)
+    batches: list[Batch] = []
+    for seg in pack:
+        records: list[Record] = []
+        for ln in _as_lines(seg.lines):
+            records.extend(parser.parse_line(seg.source, ln.number, ln.text, seg.stats, ln.cut))
+        batches.append((records, []))
+    return batches
 
 
 def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -> list[Record]:
