@@ -354,3 +354,35 @@ def test_bytes_per_rank_are_a_real_ranks() -> None:
     _, (_, tp3, _) = _blocks(_generated_rank(3))
     between = tp3[tp3.index("Connected all rings") + 1 : tp3.index("Connected all trees")]
     assert between == [f"Channel {c:02d}/0 : 3[3] -> 2[2] via P2P/IPC/read" for c in range(24)]
+
+
+def test_each_log_of_a_crashed_job_ends_only_its_own_error_chains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crashed job of per-rank logs: each rank's log has collective lines (read as bulk rows)
+    and ends in an error chain that stays open. A batch's rows can only end chains of its own
+    threads, so the builder looks at no other: it looked at every open chain of every log read
+    before, files × chains. Real lines of fixture 083
+    (collectives) and 002 (the IB error chain), each log a process of its own."""
+    from ncclscope.model import job
+
+    coll = (REAL / "083-coll-subsys-send-recv-opcount-hang.log").read_text().splitlines()[:7]
+    chain = (REAL / "002-roce-ipv6-gid-status12-vendor129.log").read_text().splitlines()[:4]
+    logs = []
+    for rank in range(24):
+        host = f"node-{rank // 8}:{1000 + rank}:{2000 + rank}"
+        lines = [re.sub(r"^[^ ]+:\d+:\d+", host, ln) for ln in coll + chain]
+        logs.append(tmp_path / f"rank{rank}.log")
+        logs[-1].write_text("\n".join(lines) + "\n")
+    asked: list[int] = []
+    merge = job._merge_thread_lines
+
+    def counting(bulks: Any, threads: set[Any]) -> Any:
+        asked.append(len(threads))
+        return merge(bulks, threads)
+
+    monkeypatch.setattr(job, "_merge_thread_lines", counting)
+    diagnosis = api.diagnose(logs)
+    assert len(diagnosis.job.chains) == len(logs)
+    assert all(len(c.frames) == 3 for c in diagnosis.job.chains)
+    assert asked and max(asked) <= 1

@@ -298,7 +298,7 @@ class JobBuilder:
                 chain = self._open.get(thread)
                 if chain is not None:
                     if lines_of is None:
-                        lines_of = _merge_thread_lines(bulks, set(self._open))
+                        lines_of = _merge_thread_lines(bulks, _open_in(bulks, self._open))
                     elif thread not in lines_of:
                         lines_of.update(_merge_thread_lines(bulks, {thread}))
                     if _any_between(lines_of.get(thread), chain.records[-1].line, rec.line):
@@ -307,9 +307,11 @@ class JobBuilder:
         for _first, _order, apply in events[ei:]:
             apply()
         if self._open:
-            lines_of = _merge_thread_lines(bulks, set(self._open))
-            for thread, chain in list(self._open.items()):
-                if _any_between(lines_of.get(thread), chain.records[-1].line, None):
+            # only a chain of a thread with bulk rows here can be ended by them (the rows of a
+            # batch are one input's, and a job of per-rank logs has a chain open per input)
+            lines_of = _merge_thread_lines(bulks, _open_in(bulks, self._open))
+            for thread, lines in lines_of.items():
+                if _any_between(lines, self._open[thread].records[-1].line, None):
                     del self._open[thread]
         for b in bulks:
             self._count_related(b)
@@ -567,6 +569,11 @@ def _reconcile(job: Job) -> None:
         )
         job.lines_per_process[(host, key[1])] += job.repairs[-1].records
     job.repairs.sort(key=lambda r: (r.first, r.printed))
+
+
+def _open_in(bulks: list[Bulk], chains: dict[ThreadKey, ErrorChain]) -> set[ThreadKey]:
+    """The threads of open chains that have rows in these bulks."""
+    return {t for b in bulks for t in b.threads if t in chains}
 
 
 def _merge_thread_lines(bulks: list[Bulk], threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:

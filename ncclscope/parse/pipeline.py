@@ -358,15 +358,12 @@ def _columnar(
         if collapse and cls is Connection:
             connections = rows  # built once the batch's other records say where runs end
             continue
-        if cls.KIND in HIGH_VOLUME_KINDS and plain_record(cls):
-            for k, part in _by_segment(rows):
-                frame = _frame(cls, part.drop("src"))
-                if frame is not None:
-                    out[k][1].append(frame)
-                else:
-                    records.extend(_records(cls, part, sources))
-        else:
+        frame = _frame(cls, rows)
+        if frame is None:
             records.extend(_records(cls, rows, sources))
+            continue
+        for k, part in _by_segment(frame.rows):
+            out[k][1].append(KindFrame(cls, part.drop("src")))
     for k, count in _per_segment(pl.concat(claimed) if claimed else None):
         pack[k].stats.lines += count
         pack[k].stats.nccl_lines += count
@@ -587,8 +584,9 @@ def _line_of(rec: Record) -> int:
 
 
 def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
-    """The rows as a frame, where the consumers read it as columns: a summarised kind (one line
-    per collective or allocation) whose record is its text and integer fields."""
+    """The rows as a frame (``src`` kept, to be cut by segment), where the consumers read it as
+    columns: a summarised kind (one line per collective or allocation) whose record is its text
+    and integer fields."""
     if cls.KIND not in HIGH_VOLUME_KINDS or not plain_record(cls):
         return None
     specs = field_specs(cls)
@@ -617,7 +615,7 @@ def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
             return None
         # a field not printed on a row takes the record's default, as the class gives it
         columns.append(column.fill_null(default).alias(name) if default is not None else column)
-    return KindFrame(cls, rows.select("line", "text", "level", *ENVELOPE, *columns))
+    return KindFrame(cls, rows.select("src", "line", "text", "level", *ENVELOPE, *columns))
 
 
 #: the coercions a frame column holds as it is
