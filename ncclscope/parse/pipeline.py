@@ -400,27 +400,45 @@ def _length(lines: Lines) -> int:
 
 def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
     """The lines of the pack's segments ``live`` as one frame: ``i`` the row, ``src`` the
-    segment, ``j`` the line's place in its segment's batch."""
-    src: list[int] = []
-    place: list[int] = []
-    numbers: list[int] = []
+    segment, ``j`` the line's place in its segment's batch. Only the texts pass through Python
+    lists; the numbers are made by polars from each segment's first line and length."""
     texts: list[str] = []
+    numbered: list[int | None] = []  # the numbers of runs of numbered lines, None elsewhere
+    firsts: list[int | None] = []
+    lengths: list[int] = []
     for k in live:
         lines = pack[k].lines
-        n = _length(lines)
-        src += [k] * n
-        place += range(n)
         if isinstance(lines, TextBatch):
-            numbers += range(lines.first, lines.first + n)
             texts += lines.texts
+            firsts.append(lines.first)
+            if numbered:
+                numbered += [None] * len(lines.texts)
         else:
-            numbers += (ln.number for ln in lines)
+            if not numbered:
+                numbered = [None] * len(texts)
+            numbered += (ln.number for ln in lines)
             # a cut line is never the patterns': NUL keeps it out (not printable ASCII)
             texts += (ln.text if not ln.cut else "\x00" for ln in lines)
-    return pl.DataFrame(
-        {"i": range(len(src)), "src": src, "j": place, "line": numbers, "text": texts},
-        schema={"i": pl.Int64, "src": pl.Int64, "j": pl.Int64, "line": pl.Int64, "text": pl.String},
-    )
+            firsts.append(None)
+        lengths.append(_length(lines))
+    starts = [0]
+    for n in lengths[:-1]:
+        starts.append(starts[-1] + n)
+    segments = pl.DataFrame(
+        {"src": live, "first": firsts, "start": starts, "n": lengths},
+        schema={"src": pl.Int64, "first": pl.Int64, "start": pl.Int64, "n": pl.Int64},
+    ).filter(pl.col("n") > 0)  # an empty list explodes to a null row
+    rows = segments.select(pl.col("src", "first", "start").repeat_by("n").explode())
+    columns: dict[str, Any] = {"i": range(len(texts)), "text": texts}
+    schema: dict[str, Any] = {"i": pl.Int64, "text": pl.String}
+    if numbered:
+        columns["numbered"], schema["numbered"] = numbered, pl.Int64
+    frame = pl.concat([pl.DataFrame(columns, schema=schema), rows], how="horizontal")
+    j = pl.col("i") - pl.col("start")
+    line = pl.col("first") + j
+    if numbered:
+        line = pl.coalesce(line, pl.col("numbered"))
+    return frame.select("i", "src", j.alias("j"), line.alias("line"), "text")
 
 
 def _per_segment(rows: pl.DataFrame | None) -> list[tuple[int, int]]:
