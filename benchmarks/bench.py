@@ -585,6 +585,20 @@ def _targets(
     return lines
 
 
+def split_by_process(log: Path, folder: Path) -> int:
+    """The log cut into one file per process (``host:pid`` of each line's envelope), as a job
+    launched with torchrun ``--log-dir`` or Slurm ``%t`` leaves it; how many files."""
+    folder.mkdir(exist_ok=True)
+    lines: dict[str, list[str]] = {}
+    with log.open(encoding="utf-8") as f:
+        for line in f:
+            host, pid, _rest = line.split(":", 2)
+            lines.setdefault(f"{host}-{pid}", []).append(line)
+    for name, mine in lines.items():
+        (folder / f"{name}.log").write_text("".join(mine), encoding="utf-8")
+    return len(lines)
+
+
 def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[str]:
     """A job of ``nodes`` 8-GPU nodes (world + TP + DP communicators, benchmarks/bigjob.py),
     healthy and with one host off IB and one rank stuck in init: each command once, with
@@ -595,8 +609,15 @@ def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[s
     mb = bigjob.write(healthy, gen) / 1e6
     bigjob.write(faulty, faults)
     ticket, svg, text = work / "bigjob-ticket.md", work / "bigjob.svg", work / "bigjob.txt"
+    ranks = split_by_process(healthy, work / f"bigjob-{nodes}-per-rank")
+    per_rank = work / "bigjob-per-rank.txt"
     runs = [
         ("diagnose, healthy", [EXE, "diagnose", "--fail-on", "never", str(healthy)], text),
+        (
+            f"diagnose, healthy, one log per process ({ranks:,} files)",
+            [EXE, "diagnose", "--fail-on", "never", str(work / f"bigjob-{nodes}-per-rank")],
+            per_rank,
+        ),
         (
             "diagnose --format markdown, host off IB + stuck rank",
             [EXE, "diagnose", "--fail-on", "never", "--format", "markdown", str(faulty)],
@@ -614,7 +635,7 @@ def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[s
     for name, argv, dest in runs:
         secs, rss, rc, err, _anon = run_child(argv, {}, stdout=dest)
         printed = dest.read_text(encoding="utf-8", errors="replace")
-        if dest is text:
+        if dest is text or dest is per_rank:
             what = printed.strip().splitlines()[-1] if printed.strip() else f"exit {rc}"
         elif dest is ticket:
             rules = [
