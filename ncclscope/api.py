@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -10,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
-from ncclscope.parse.parser import LineParser, SourceStats, parse_path
+from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import STDIN
 
 if TYPE_CHECKING:
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
     from ncclscope.model.job import Job
     from ncclscope.parse.stream import Progress
     from ncclscope.traces.inputs import Input
+
+
+_line_of = operator.attrgetter("line")
 
 
 @dataclass
@@ -32,17 +37,39 @@ class ParseRun:
     limits: Limits = DEFAULT_LIMITS
 
     def records(self) -> Iterator[Record]:
-        """Every input's records in input order: logs, archive members and trace artifacts."""
-        from ncclscope.traces.inputs import LogFile, input_records
+        """Every input's records in input order: logs, archive members and trace artifacts.
+        Logs go through the pipeline as one stream, which types small ones together (a job of
+        per-rank logs); an artifact's records come in their place."""
+        from ncclscope.parse.pipeline import Segment, Step, parse_segments
+        from ncclscope.parse.stream import file_segments
+        from ncclscope.traces.inputs import LogFile, LogMember, input_records, member_segments
 
         parser = LineParser(limits=self.limits)
-        for item in self.inputs():
-            if isinstance(item, LogFile):
-                st = SourceStats(item.path)
-                self.stats.append(st)
-                yield from parse_path(item.path, stats=st, parser=parser, limits=self.limits)
-            else:
-                yield from input_records(item, self.stats, parser)
+        # what the steps found, handed on before the next segment's records
+        ready: list[Record] = []
+
+        def items() -> Iterator[Segment | Step]:
+            for item in self.inputs():
+                if isinstance(item, LogFile):
+                    st = SourceStats(item.path)
+                    self.stats.append(st)
+                    yield from file_segments(item.path, self.limits, st)
+                elif isinstance(item, LogMember):
+                    st = item.stats()
+                    self.stats.append(st)
+                    yield from member_segments(item, st, self.limits)
+                else:
+                    found = list(input_records(item, self.stats, parser))
+                    yield Step(functools.partial(ready.extend, found))
+
+        for seg, (records, frames) in parse_segments(items(), parser):
+            yield from ready
+            ready.clear()
+            if frames:
+                records = records + [r for f in frames for r in f.records(seg.source)]
+                records.sort(key=_line_of)
+            yield from records
+        yield from ready
 
     def inputs(self) -> Iterator[Input]:
         """The inputs as what they are (ncclscope.traces.inputs): a directory walked, an
