@@ -1,8 +1,8 @@
 """``bulk --engine dask`` and fsspec URLs: a real two-process Dask cluster writes, row for row, the
-dataset the local engine writes (the fixture corpus and 300 generated files; test_bulk runs
-a thousand through the local engine); a
-dataset round-trips through ``memory://``; archives are streamed from URLs; a URL whose driver
-is not installed is one line and exit 2."""
+dataset the local engine writes (the fixture corpus, whose local dataset is the session's, made
+once in tests/conftest.py, and 300 generated files; test_bulk runs a thousand through the local
+engine); a dataset round-trips through ``memory://``; archives are streamed from URLs; a URL
+whose driver is not installed is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -25,15 +25,14 @@ from ncclscope.cli import main
 from ncclscope.errors import UsageError
 from ncclscope.export import bulk
 from ncclscope.export.schemas import TABLES
+from tests.conftest import CorpusExport
+from tests.helpers import ONE_JOB_PER_LOG, REAL
 from tests.test_bulk import make_jobs
 
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 
 from ncclscope.export.dask_engine import DaskEngine  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures" / "real"
 
 Rows = dict[str, dict[str, list[dict[str, Any]]]]
 
@@ -66,13 +65,15 @@ def _same_summary(a: str, b: str) -> bool:
     return cut(a) == cut(b)
 
 
-def test_fixture_corpus_same_as_local(tmp_path: Path, scheduler: str) -> None:
-    # one job per log, so the jobs spread over both workers
-    plans = bulk.plan_jobs(
-        bulk.expand([str(FIXTURES / "*.log")]), bulk.Grouping.of(pattern=r"/(\d{3})-")
-    )
+def test_fixture_corpus_same_as_local(
+    tmp_path: Path, scheduler: str, corpus_export: CorpusExport
+) -> None:
+    # one job per log, so the jobs spread over both workers; the local engine's export of the
+    # same plans on two workers is the session's (test_export reads it)
+    files = bulk.expand([str(REAL)], include=("*.log",))
+    plans = bulk.plan_jobs(files, bulk.Grouping.of(pattern=ONE_JOB_PER_LOG))
     assert len(plans) > 40
-    local = bulk.run(plans, tmp_path / "local", workers=2)
+    local = corpus_export.report
     dask = bulk.run(plans, tmp_path / "dask", engine=DaskEngine(scheduler=scheduler))
     assert dask.workers == 2
     assert (dask.exported, dask.sources, dask.records, dask.findings) == (
@@ -82,7 +83,7 @@ def test_fixture_corpus_same_as_local(tmp_path: Path, scheduler: str) -> None:
         local.findings,
     )
     assert dask.results == local.results
-    expected = tables(tmp_path / "local")
+    expected = tables(corpus_export.out)
     assert sum(len(f) for f in expected["findings"].values()) > 0
     assert tables(tmp_path / "dask") == expected
 
