@@ -6,13 +6,16 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import record_to_dict
 from ncclscope.parse.parser import parse_text
+
+if TYPE_CHECKING:
+    from ncclscope.export.bulk import BulkReport
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -122,3 +125,17 @@ def split_by_process(log: Path, out: Path, name: str = "rank-{rank}.log") -> lis
         path.write_bytes(b"".join(by_proc[proc]))
         paths.append(path)
     return paths
+
+
+#: ``--job-pattern`` for one job per log file, named by its stem
+ONE_JOB_PER_LOG = r"([^/]+)\.log$"
+
+
+def export_one_job_per_log(paths: list[str], out: Path, workers: int) -> BulkReport:
+    """``bulk`` of the ``*.log`` files under ``paths`` (folders, archives), one job per log
+    file."""
+    from ncclscope.export import bulk
+
+    files = bulk.expand(paths, include=("*.log",))
+    plans = bulk.plan_jobs(files, bulk.Grouping.of(pattern=ONE_JOB_PER_LOG))
+    return bulk.run(plans, out, workers=workers)

@@ -3,30 +3,44 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.helpers import ROOT
+
+if TYPE_CHECKING:
+    from ncclscope.engine import Diagnosis
+
+
+@functools.cache
+def _diagnosis(log: Path) -> Diagnosis:
+    """``diagnose`` of one fixture, as the CLI run from the repository root with the path
+    relative to it gives it. Computed once per fixture: five goldens render it (findings,
+    markdown, three topology formats) and none of them changes it."""
+    from ncclscope import api
+
+    with contextlib.chdir(ROOT):
+        return api.diagnose([str(log.relative_to(ROOT))])
 
 
 def findings_golden(log: Path) -> str:
     """The diagnose JSON contract of one fixture (paths relative to the repository)."""
-    from ncclscope import api
     from ncclscope.report.json_report import diagnosis_to_dict
 
     with contextlib.chdir(ROOT):
-        doc = diagnosis_to_dict(api.diagnose([str(log.relative_to(ROOT))]))
+        doc = diagnosis_to_dict(_diagnosis(log))
     doc.pop("ncclscope_version", None)
     return json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=False) + "\n"
 
 
 def markdown_golden(log: Path) -> str:
-    from ncclscope import api
     from ncclscope.report.markdown import render_markdown
 
     with contextlib.chdir(ROOT):
-        text = render_markdown(api.diagnose([str(log.relative_to(ROOT))]))
+        text = render_markdown(_diagnosis(log))
     return text
 
 
@@ -34,15 +48,13 @@ def _topo_golden(fmt: str) -> Callable[[Path], str]:
     """The ``ncclscope topo --format FMT`` picture of one fixture."""
 
     def golden(log: Path) -> str:
-        from ncclscope import api
         from ncclscope.model.topo import build_topology
         from ncclscope.report.topo_dot import render_topo_dot
         from ncclscope.report.topo_mermaid import render_topo_mermaid
         from ncclscope.report.topo_text import render_topo_text
 
         render = {"text": render_topo_text, "mermaid": render_topo_mermaid, "dot": render_topo_dot}
-        with contextlib.chdir(ROOT):
-            d = api.diagnose([str(log.relative_to(ROOT))])
+        d = _diagnosis(log)
         return render[fmt](build_topology(d.job, {f.category.value for f in d.findings}))
 
     return golden

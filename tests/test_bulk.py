@@ -5,6 +5,7 @@ read as streams; records stream to Parquet in row groups."""
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -18,6 +19,7 @@ import ncclscope
 from ncclscope.cli import main
 from ncclscope.export import bulk, writer
 from ncclscope.export.schemas import TABLES
+from tests.conftest import BulkRun
 
 NRANKS = 20
 
@@ -58,27 +60,29 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_a_thousand_files_then_nothing_new(tmp_path: Path) -> None:
-    logs = tmp_path / "logs"
-    # a thousand files: enough to show the scan, the plan and the skip at scale, within CI's time
-    files = make_jobs(logs, 50)
-    assert len(files) == 1000
-    out = tmp_path / "ds"
-    code, stdout, stderr = run("bulk", str(logs), "-o", str(out))
-    assert code == 0, stderr
-    assert "exported 50 job(s), 1000 input(s), 3050 record(s)" in stdout
-    assert "1000/1000 files" in stderr  # the progress bar's last state
-    sources = ncclscope.load(out).sources.collect()
+def test_a_thousand_files_then_nothing_new(tmp_path: Path, thousand: BulkRun) -> None:
+    # a thousand files: enough to show the scan, the plan and the skip at scale, within CI's
+    # time. Their first ``bulk`` is the session's (tests/conftest.py: test_dask reads it too).
+    logs = thousand.logs
+    assert "exported 50 job(s), 1000 input(s), 3050 record(s)" in thousand.stdout
+    assert "1000/1000 files" in thousand.stderr  # the progress bar's last state
+    sources = ncclscope.load(thousand.out).sources.collect()
     assert sources.height == 1000 and set(sources["status"]) == {"ok"}
 
+    out = tmp_path / "ds"
+    shutil.copytree(thousand.out, out)
     code, stdout, _ = run("bulk", str(logs), "-o", str(out))
     assert code == 0 and stdout.startswith("nothing new: 50 job(s) (1000 input(s))")
 
     # one new job and one changed file: only those two jobs are exported again
-    make_jobs(logs, 1, first=50)
     changed = logs / "job0007" / "rank03.log"
-    changed.write_text(rank_log(7, 3) + rank_log(7, 3), encoding="utf-8")
-    code, stdout, _ = run("bulk", str(logs), "-o", str(out), "--no-progress")
+    try:
+        make_jobs(logs, 1, first=50)
+        changed.write_text(rank_log(7, 3) + rank_log(7, 3), encoding="utf-8")
+        code, stdout, _ = run("bulk", str(logs), "-o", str(out), "--no-progress")
+    finally:  # the session's logs, as they were
+        shutil.rmtree(logs / "job0050")
+        changed.write_text(rank_log(7, 3), encoding="utf-8")
     assert code == 0 and "exported 2 job(s)" in stdout and "49 unchanged job(s)" in stdout
     records = ncclscope.load(out).records.collect()
     assert records.height == 3050 + 61 + 3

@@ -10,11 +10,13 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 
 from ncclscope import api
+from ncclscope.engine import Diagnosis
 from ncclscope.rules.base import Category, Severity
 from tests.helpers import provenance, real_logs
 
@@ -36,13 +38,20 @@ def expected_categories(tags: list[str]) -> set[str]:
 LOGS = real_logs()
 
 
+@functools.cache
+def diagnosis(log: Path) -> Diagnosis:
+    """``diagnose`` of one log, once: the three tests read the same diagnosis of it (the corpus
+    takes seconds to diagnose)."""
+    return api.diagnose([log])
+
+
 @pytest.mark.parametrize("log", LOGS, ids=[p.name for p in LOGS])
 def test_expected_categories_reported(log: Path) -> None:
     meta = provenance(log)
     tags = [str(t) for t in meta.get("expected_findings", [])]
     want = expected_categories(tags)
     assert want <= {c.value for c in Category}, want
-    result = api.diagnose([log])
+    result = diagnosis(log)
     got = {f.category.value for f in result.findings}
     missing = want - got
     assert not missing, f"{log.name}: missing {sorted(missing)}; got {sorted(got)}"
@@ -56,7 +65,7 @@ def test_expected_categories_reported(log: Path) -> None:
 @pytest.mark.parametrize("log", LOGS, ids=[p.name for p in LOGS])
 def test_evidence_lines_are_real_lines(log: Path) -> None:
     lines = log.read_text(encoding="utf-8", errors="replace").split("\n")
-    result = api.diagnose([log])
+    result = diagnosis(log)
     for f in result.findings:
         for ev in f.evidence:
             assert lines[ev.line - 1].rstrip("\r") == ev.text, (f.rule, ev.line)
@@ -72,7 +81,7 @@ def test_yaml_evidence_is_cited_for_expected_categories() -> None:
         evidence = [str(e).rstrip() for e in meta.get("evidence", [])]
         if not evidence:
             continue
-        result = api.diagnose([log])
+        result = diagnosis(log)
         texts = {ev.text.rstrip() for f in result.findings for ev in f.evidence}
         for line in evidence:
             total += 1

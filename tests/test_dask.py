@@ -1,8 +1,8 @@
 """``bulk --engine dask`` and fsspec URLs: a real two-process Dask cluster writes, row for row, the
-dataset the local engine writes (the fixture corpus and 300 generated files; test_bulk runs
-a thousand through the local engine); a
-dataset round-trips through ``memory://``; archives are streamed from URLs; a URL whose driver
-is not installed is one line and exit 2."""
+dataset the local engine writes (the fixture corpus, and 300 of the thousand generated files
+test_bulk runs through the local engine: both local datasets are the session's, made once in
+tests/conftest.py); a dataset round-trips through ``memory://``; archives are streamed from
+URLs; a URL whose driver is not installed is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -25,15 +25,15 @@ from ncclscope.cli import main
 from ncclscope.errors import UsageError
 from ncclscope.export import bulk
 from ncclscope.export.schemas import TABLES
-from tests.test_bulk import make_jobs
+from ncclscope.export.writer import part_name
+from tests.conftest import BulkRun, CorpusExport
+from tests.helpers import ONE_JOB_PER_LOG, REAL
+from tests.test_bulk import make_jobs, rank_log
 
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 
 from ncclscope.export.dask_engine import DaskEngine  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures" / "real"
 
 Rows = dict[str, dict[str, list[dict[str, Any]]]]
 
@@ -60,19 +60,15 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _same_summary(a: str, b: str) -> bool:
-    """The reports agree but for the folder and the time taken."""
-    cut = (lambda s: s.split(" to ")[0] + s.split(" s with ")[1]) if " s with " in a else str
-    return cut(a) == cut(b)
-
-
-def test_fixture_corpus_same_as_local(tmp_path: Path, scheduler: str) -> None:
-    # one job per log, so the jobs spread over both workers
-    plans = bulk.plan_jobs(
-        bulk.expand([str(FIXTURES / "*.log")]), bulk.Grouping.of(pattern=r"/(\d{3})-")
-    )
+def test_fixture_corpus_same_as_local(
+    tmp_path: Path, scheduler: str, corpus_export: CorpusExport
+) -> None:
+    # one job per log, so the jobs spread over both workers; the local engine's export of the
+    # same plans on two workers is the session's (test_export reads it)
+    files = bulk.expand([str(REAL)], include=("*.log",))
+    plans = bulk.plan_jobs(files, bulk.Grouping.of(pattern=ONE_JOB_PER_LOG))
     assert len(plans) > 40
-    local = bulk.run(plans, tmp_path / "local", workers=2)
+    local = corpus_export.report
     dask = bulk.run(plans, tmp_path / "dask", engine=DaskEngine(scheduler=scheduler))
     assert dask.workers == 2
     assert (dask.exported, dask.sources, dask.records, dask.findings) == (
@@ -82,41 +78,55 @@ def test_fixture_corpus_same_as_local(tmp_path: Path, scheduler: str) -> None:
         local.findings,
     )
     assert dask.results == local.results
-    expected = tables(tmp_path / "local")
+    expected = tables(corpus_export.out)
     assert sum(len(f) for f in expected["findings"].values()) > 0
     assert tables(tmp_path / "dask") == expected
 
 
-def test_many_files_same_as_local_and_skipped_on_workers(tmp_path: Path, scheduler: str) -> None:
-    logs = tmp_path / "logs"
+def test_many_files_same_as_local_and_skipped_on_workers(
+    tmp_path: Path, scheduler: str, thousand: BulkRun
+) -> None:
     # 300 files spread over both workers: what is checked (same rows as local, unchanged jobs
-    # skipped on the workers) does not grow with the count, and CI time does
-    assert len(make_jobs(logs, 15)) == 300
-    code, local_out, stderr = run("bulk", str(logs), "-o", str(tmp_path / "local"), "-j", "2")
+    # skipped on the workers) does not grow with the count, and CI time does. The local
+    # dataset is the session's export of test_bulk's thousand files: 15 of its 50 jobs, named
+    # on the command line as their folders, are what the Dask engine exports here.
+    folders = [str(thousand.logs / f"job{job:04d}") for job in range(35, 50)]
+    out = tmp_path / "dask"
+    code, dask_out, stderr = run("bulk", *folders, "-o", str(out), "--scheduler", scheduler)
     assert code == 0, stderr
-    code, dask_out, stderr = run(
-        "bulk", str(logs), "-o", str(tmp_path / "dask"), "--scheduler", scheduler
+    names = {part_name(folder) for folder in folders}  # a job's file in every table
+    local = {
+        t: {n: r for n, r in files.items() if n in names}
+        for t, files in tables(thousand.out).items()
+    }
+    assert set(local["sources"]) == names and set(local["records"]) == names
+    findings = sum(len(rows) for rows in local["findings"].values())
+    assert (
+        f"exported 15 job(s), 300 input(s), 915 record(s), {findings} finding(s) to {out}"
+        in dask_out
     )
-    assert code == 0, stderr
-    assert "exported 15 job(s), 300 input(s), 915 record(s)" in dask_out
-    assert "with 2 worker(s)" in dask_out and _same_summary(local_out, dask_out)
+    assert "with 2 worker(s)" in dask_out
+    assert "grouped 300 input(s) into 15 job(s): 15 by shared communicator" in dask_out
     assert "300/300 files" in stderr  # the progress bar's last state
-    assert tables(tmp_path / "dask") == tables(tmp_path / "local")
+    assert tables(out) == local
 
     # the workers hash the inputs and skip what is there: one changed file, one job exported
-    changed = logs / "job0011" / "rank07.log"
-    changed.write_text(changed.read_text() * 2, encoding="utf-8")
-    code, again, stderr = run(
-        "bulk",
-        str(logs),
-        "-o",
-        str(tmp_path / "dask"),
-        "--engine",
-        "dask",
-        "--scheduler",
-        scheduler,
-        "--no-progress",
-    )
+    changed = thousand.logs / "job0046" / "rank07.log"
+    try:
+        changed.write_text(rank_log(46, 7) * 2, encoding="utf-8")
+        code, again, stderr = run(
+            "bulk",
+            *folders,
+            "-o",
+            str(out),
+            "--engine",
+            "dask",
+            "--scheduler",
+            scheduler,
+            "--no-progress",
+        )
+    finally:  # the session's logs, as they were
+        changed.write_text(rank_log(46, 7), encoding="utf-8")
     assert code == 0, stderr
     assert "exported 1 job(s), 20 input(s), 64 record(s)" in again
     assert "14 unchanged job(s) skipped" in again

@@ -28,27 +28,19 @@ from ncclscope.cli import main
 from ncclscope.export import bulk
 from ncclscope.export.schemas import SCHEMA_VERSION, TABLES, TRACE_TABLES, schema_markdown
 from ncclscope.export.writer import Input, JobPlan
-from tests.helpers import REAL, ROOT, real_logs
+from tests.conftest import CorpusExport
+from tests.helpers import REAL, ROOT, export_one_job_per_log, real_logs
 
-PATTERN = r"([^/]+)\.log$"
 FLEET_DOC = ROOT / "docs" / "fleet-queries.md"
 # columns that name where an input lies, which differs between a file and an archive member
 _WHERE = ("path", "member", "input_sha256", "size")
 
 
-def _export(paths: list[str], out: Path, workers: int) -> bulk.BulkReport:
-    files = bulk.expand(paths, include=("*.log",))
-    plans = bulk.plan_jobs(files, bulk.Grouping.of(pattern=PATTERN))
-    return bulk.run(plans, out, workers=workers)
-
-
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture corpus, one job per log file, as the fleet-queries doc describes."""
-    out = tmp_path_factory.mktemp("corpus") / "corpus-dataset"
-    report = _export([str(REAL)], out, workers=2)
-    assert report.exported == len(real_logs()) and report.failed == 0
-    return out
+def corpus(corpus_export: CorpusExport) -> Path:
+    """The fixture corpus, one job per log file, as the fleet-queries doc describes (the
+    session's export, tests/conftest.py: tests/test_dask.py reads it too)."""
+    return corpus_export.out
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +51,7 @@ def corpus_tar(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for log in real_logs():
             tar.add(log, arcname=str(log.relative_to(REAL.parent)))
     out = tmp / "dataset"
-    report = _export([str(archive)], out, workers=1)
+    report = export_one_job_per_log([str(archive)], out, workers=1)
     assert report.exported == len(real_logs())
     return out
 

@@ -214,30 +214,79 @@ def _mixed(root: Path) -> dict[str, set[str]]:
     }
 
 
-def test_a_folder_of_several_jobs_per_process_files_gives_one_job_per_job(tmp_path: Path) -> None:
-    expected = _mixed(tmp_path / "mixed")
-    plans = _plans(tmp_path / "mixed")
+@dataclasses.dataclass(frozen=True)
+class Mixed:
+    """The ``_mixed`` folder and its file names by log, made once for the module: a test that
+    changes a file puts it back."""
+
+    folder: Path
+    names: dict[str, set[str]]
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Mixed:
+    folder = tmp_path_factory.mktemp("jobs") / "mixed"
+    return Mixed(folder, _mixed(folder))
+
+
+def _bulk_cli(folder: Path, out: Path, *options: str) -> str:
+    """``ncclscope bulk folder -o out --no-progress``: its stdout; it must succeed."""
+    result = CliRunner().invoke(
+        main, ["bulk", str(folder), "-o", str(out), "--no-progress", *options]
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@dataclasses.dataclass(frozen=True)
+class Exported:
+    """A dataset ``bulk`` exported (tests that write to it work on a copy) and what it said."""
+
+    out: Path
+    stdout: str
+
+    def copy(self, to: Path) -> Path:
+        shutil.copytree(self.out, to)
+        return to
+
+
+@pytest.fixture(scope="module")
+def mixed_ds(mixed: Mixed, tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    """The mixed folder exported once by ``bulk``, jobs found from the logs: each export of its
+    56 real per-process files takes seconds, and four tests read it."""
+    out = tmp_path_factory.mktemp("mixed-ds") / "ds"
+    return Exported(out, _bulk_cli(mixed.folder, out))
+
+
+@pytest.fixture(scope="module")
+def mixed_one_ds(mixed: Mixed, tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    """The mixed folder exported once as one job (``--one-job``)."""
+    out = tmp_path_factory.mktemp("mixed-one") / "ds"
+    return Exported(out, _bulk_cli(mixed.folder, out, "--one-job"))
+
+
+def test_a_folder_of_several_jobs_per_process_files_gives_one_job_per_job(mixed: Mixed) -> None:
+    expected = mixed.names
+    plans = _plans(mixed.folder)
     assert sorted(sorted(Path(i.path).name for i in p.inputs) for p in plans) == sorted(
         sorted(names) for names in expected.values()
     )
     assert sorted(p.basis for p in plans) == ["communicator", "ranks-in-folder", "ranks-in-folder"]
 
 
-def test_no_finding_compares_ranks_of_different_jobs(tmp_path: Path) -> None:
-    _mixed(tmp_path / "mixed")
-    plans = _plans(tmp_path / "mixed")
-    report = bulk.run(plans, tmp_path / "ds", workers=1)
-    assert report.exported == 3
-    ds = ncclscope.load(tmp_path / "ds")
+def test_no_finding_compares_ranks_of_different_jobs(
+    mixed_ds: Exported, mixed_one_ds: Exported
+) -> None:
+    assert mixed_ds.stdout.startswith("exported 3 job(s), 56 input(s)")
+    ds = ncclscope.load(mixed_ds.out)
     findings = ds.findings.collect()
     assert "VER001" not in findings["rule"].to_list()
     inputs = {r["job_id"]: set(r["inputs"]) for r in ds.jobs.collect().to_dicts()}
     for row in findings.to_dicts():
         assert {e["source"] for e in row["evidence"]} <= inputs[row["job_id"]]
     # the same files as one job (--one-job): VER001 compares a 2.29.3 rank with a 2.9.9 one
-    one = bulk.run(_plans(tmp_path / "mixed", by_folder=True), tmp_path / "one", workers=1)
-    assert one.exported == 1
-    assert "VER001" in ncclscope.load(tmp_path / "one").findings.collect()["rule"].to_list()
+    assert mixed_one_ds.stdout.startswith("exported 1 job(s), 56 input(s)")
+    assert "VER001" in ncclscope.load(mixed_one_ds.out).findings.collect()["rule"].to_list()
 
 
 def _slurm_outputs(folder: Path) -> list[Path]:
@@ -280,42 +329,34 @@ def test_a_folder_per_job_is_still_one_job_per_folder(tmp_path: Path) -> None:
     ]
 
 
-def test_job_ids_are_stable_and_a_rerun_finds_nothing_new(tmp_path: Path) -> None:
-    _mixed(tmp_path / "mixed")
-    out = tmp_path / "ds"
-    runner = CliRunner()
-    first = runner.invoke(main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress"])
-    assert first.exit_code == 0, first.output
+def test_job_ids_are_stable_and_a_rerun_finds_nothing_new(
+    tmp_path: Path, mixed: Mixed, mixed_ds: Exported
+) -> None:
+    out = mixed_ds.copy(tmp_path / "ds")
     assert (
         "grouped 56 input(s) into 3 job(s): 1 by shared communicator, 2 by ranks in a folder"
-        in first.stdout
+        in mixed_ds.stdout
     )
     ids = sorted(ncclscope.load(out).jobs.collect()["job_id"])
-    again = runner.invoke(main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress"])
+    again = CliRunner().invoke(main, ["bulk", str(mixed.folder), "-o", str(out), "--no-progress"])
     assert again.stdout.startswith("nothing new: 3 job(s) (56 input(s))")
     assert sorted(ncclscope.load(out).jobs.collect()["job_id"]) == ids
 
 
-def test_a_dataset_grouped_by_folder_is_regrouped_without_duplicates(tmp_path: Path) -> None:
-    _mixed(tmp_path / "mixed")
-    out = tmp_path / "ds"
-    runner = CliRunner()
-    old = runner.invoke(
-        main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress", "--one-job"]
-    )
-    assert old.exit_code == 0 and "1 by folder or archive (--one-job)" in old.stdout
-    new = runner.invoke(main, ["bulk", str(tmp_path / "mixed"), "-o", str(out), "--no-progress"])
+def test_a_dataset_grouped_by_folder_is_regrouped_without_duplicates(
+    tmp_path: Path, mixed: Mixed, mixed_one_ds: Exported
+) -> None:
+    out = mixed_one_ds.copy(tmp_path / "ds")
+    assert "1 by folder or archive (--one-job)" in mixed_one_ds.stdout
+    new = CliRunner().invoke(main, ["bulk", str(mixed.folder), "-o", str(out), "--no-progress"])
     assert "1 job(s) of an earlier run grouped differently, removed" in new.stdout
     sources = ncclscope.load(out).sources.collect()
     assert sources.height == 56 and sources["source"].n_unique() == 56
     assert sources["job_id"].n_unique() == 3
 
 
-def test_job_pattern_still_wins(tmp_path: Path) -> None:
-    _mixed(tmp_path / "mixed")
-    plans = bulk.plan_jobs(
-        bulk.expand([str(tmp_path / "mixed")]), bulk.Grouping.of(pattern=r"/([ab])-")
-    )
+def test_job_pattern_still_wins(mixed: Mixed) -> None:
+    plans = bulk.plan_jobs(bulk.expand([str(mixed.folder)]), bulk.Grouping.of(pattern=r"/([ab])-"))
     assert sorted(p.job_id for p in plans if p.basis == "pattern") == ["a", "b"]
     assert [p.basis for p in plans if p.basis != "pattern"] == ["ranks-in-folder"]
 
@@ -323,9 +364,8 @@ def test_job_pattern_still_wins(tmp_path: Path) -> None:
 # -- diagnose ----------------------------------------------------------------------------------
 
 
-def test_diagnose_reports_several_jobs_each_on_its_own(tmp_path: Path) -> None:
-    _mixed(tmp_path / "mixed")
-    files = sorted(str(p) for p in (tmp_path / "mixed").iterdir())
+def test_diagnose_reports_several_jobs_each_on_its_own(mixed: Mixed) -> None:
+    files = sorted(str(p) for p in mixed.folder.iterdir())
     result = CliRunner().invoke(
         main, ["diagnose", *files, "--format", "json", "--fail-on", "never"]
     )
@@ -338,10 +378,10 @@ def test_diagnose_reports_several_jobs_each_on_its_own(tmp_path: Path) -> None:
     for job in doc["jobs"]:
         assert set(job) >= {"job_id", "basis", "inputs", "evidence", "summary", "findings"}
         assert len(job["summary"]["nccl_versions"]) == 1
-    mixed = CliRunner().invoke(
+    as_one = CliRunner().invoke(
         main, ["diagnose", *files, "--format", "json", "--fail-on", "never", "--one-job"]
     )
-    one = json.loads(mixed.stdout)
+    one = json.loads(as_one.stdout)
     assert one["schema_version"] == 1 and "VER001" in [f["rule"] for f in one["findings"]]
 
 
@@ -357,13 +397,11 @@ def test_diagnose_of_one_jobs_files_is_one_job_version_1(tmp_path: Path) -> None
 
 
 def test_a_rerun_reuses_the_recorded_identities_and_parses_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mixed: Mixed, mixed_ds: Exported
 ) -> None:
-    _mixed(tmp_path / "mixed")
-    files = bulk.expand([str(tmp_path / "mixed")])
-    out = tmp_path / "ds"
+    files = bulk.expand([str(mixed.folder)])
+    out = mixed_ds.copy(tmp_path / "ds")  # bulk's export of these files, identities recorded
     first = bulk.plan_jobs(files, bulk.Grouping(), bulk.scan_inputs(files, 1))
-    bulk.run(first, out, workers=1)
     priors = bulk.prior_scans(out)
     assert sorted(priors) == sorted(files)
 
@@ -379,8 +417,12 @@ def test_a_rerun_reuses_the_recorded_identities_and_parses_nothing(
     assert report.skipped == 3 and report.exported == 0
     # a changed input is read again
     changed = Path(files[0])
-    changed.write_bytes(changed.read_bytes() + b"one more line\n")
-    rescanned = bulk.scan_inputs(files, 1, priors)
+    text = changed.read_bytes()
+    try:
+        changed.write_bytes(text + b"one more line\n")
+        rescanned = bulk.scan_inputs(files, 1, priors)
+    finally:
+        changed.write_bytes(text)  # the module's other tests read the folder
     assert rescanned[0] is not priors[files[0]] and rescanned[0].units[0].lines
 
 
