@@ -23,7 +23,7 @@ from ncclscope.model.records.traces import (
 )
 from ncclscope.parse.parser import parse_path
 from ncclscope.traces import ArtifactKind, TraceRefused, read_trace, sniff, sniff_path
-from tests.helpers import FIXTURES, trace_samples
+from tests.helpers import FIXTURES, REAL, trace_samples
 
 #: the samples of corpus/traces that are logs, not trace artifacts (read by the line parser)
 LOG_SAMPLES = {
@@ -426,6 +426,45 @@ def test_archives_are_found_by_content(tmp_path: Path) -> None:
     log = FIXTURES / "traces/nccl_tests/odissei_h100_1node_4gpu_all_reduce.log"
     assert archive_format(log) is None
     assert archive_format(FIXTURES / "traces/topo_file/aws_p5.48xl-topo.xml") is None
+
+
+def test_an_archive_on_stdin_is_read_as_its_members(tmp_path: Path) -> None:
+    """``tar cz logs/ | ncclscope diagnose -`` (a pod's logs copied out with ``kubectl exec …
+    tar``): the archive is found by its content on stdin too, and read as the members would be
+    as files; a zip, which needs its end first, is refused in one line (exit 2)."""
+    import io
+    import json
+    import subprocess
+    import sys
+    import tarfile
+    import zipfile
+
+    logs = [next(REAL.glob(f"{n}-*.log")) for n in ("002", "227")]
+    tgz, zipped = io.BytesIO(), io.BytesIO()
+    with tarfile.open(fileobj=tgz, mode="w:gz") as tf:
+        for log in logs:
+            tf.add(log, arcname=f"logs/{log.name}")
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.write(logs[0], arcname=logs[0].name)
+
+    def diagnose(*args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        argv = [sys.executable, "-m", "ncclscope", "diagnose", "--format", "json", *args]
+        return subprocess.run(argv, input=data, capture_output=True, check=False)
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for log in logs:
+        (folder / log.name).write_bytes(log.read_bytes())
+    piped = diagnose("-", data=tgz.getvalue())
+    files = diagnose(str(folder))
+    assert piped.returncode == files.returncode == 1, piped.stderr
+    got, want = json.loads(piped.stdout), json.loads(files.stdout)
+    assert [s["source"] for s in got["sources"]] == [f"-:logs/{log.name}" for log in logs]
+    assert [f["rule"] for f in got["findings"]] == [f["rule"] for f in want["findings"]]
+    assert got["sources"][1]["typed"] == want["sources"][1]["typed"] > 0
+    refused = diagnose("-", data=zipped.getvalue())
+    assert refused.returncode == 2 and refused.stderr.decode().count("\n") == 1
+    assert b"zip archive must be a file" in refused.stderr
 
 
 # -- pictures ----------------------------------------------------------------------------------

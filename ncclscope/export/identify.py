@@ -30,7 +30,7 @@ from ncclscope.model.grouping import FIRST_INFO, Identity, identity_of, is_ident
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.reader import Damage, decompressing, members_of
+from ncclscope.parse.reader import ZIP_MAGIC, Damage, decompressing, members_of
 
 #: the lines an identity is made of (``rank N nranks M`` of CommInit, the version banner,
 #: warnings, the bootstrap root ``NCCL_COMM_ID`` names); ``[nranks=N]`` of the COLL lines does not match, so a collective-heavy log yields
@@ -200,7 +200,7 @@ def _scan_archive(path: str) -> Scan:
     units: list[Unit] = []
     with fs.open_raw(path) as raw:
         head = raw.read(4)
-        is_zip = head.startswith((b"PK\x03\x04", b"PK\x05\x06"))
+        is_zip = head.startswith(ZIP_MAGIC)
     if is_zip:
         sha = fs.sha256(path)
         for member in fs.archive_members(path, DEFAULT_LIMITS, Damage()):

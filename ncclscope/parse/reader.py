@@ -791,7 +791,9 @@ def unsafe_member_reason(name: str) -> str | None:
 
 
 #: where a tar header (POSIX ustar or GNU) says what it is
-_TAR_MAGIC_AT = 257
+TAR_MAGIC_AT = 257
+#: how a zip archive (or an empty one) starts
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
 
 def archive_format(path: str | os.PathLike[str], limits: Limits | None = None) -> str | None:
@@ -802,14 +804,14 @@ def archive_format(path: str | os.PathLike[str], limits: Limits | None = None) -
     if name == STDIN:
         return None
     with _open_file(name) as handle:
-        if handle.read(4).startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        if handle.read(4).startswith(ZIP_MAGIC):
             return "zip"
         handle.seek(0)
         try:
-            head = decompressing(handle, "", limits, Damage()).read(_TAR_MAGIC_AT + 8)
+            head = decompressing(handle, "", limits, Damage()).read(TAR_MAGIC_AT + 8)
         except _READ_ERRORS:
             return None
-    return "tar" if head[_TAR_MAGIC_AT : _TAR_MAGIC_AT + 5] == b"ustar" else None
+    return "tar" if head[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == b"ustar" else None
 
 
 def iter_members(
@@ -848,7 +850,7 @@ def members_of(
     dmg = damage if damage is not None else Damage()
     raw = _buffered(raw)
     head = _peek(raw, 4)
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+    if head.startswith(ZIP_MAGIC):
         yield from _zip_members(raw, name, lim, dmg)
     else:
         yield from _tar_members(decompressing(raw, "", lim, dmg), name, lim, dmg)

@@ -23,7 +23,15 @@ from ncclscope.errors import InputError
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats, parse_lines
-from ncclscope.parse.reader import READ_ERRORS, STDIN, Line, detect_compression, open_input
+from ncclscope.parse.reader import (
+    READ_ERRORS,
+    STDIN,
+    TAR_MAGIC_AT,
+    ZIP_MAGIC,
+    Line,
+    detect_compression,
+    open_input,
+)
 from ncclscope.traces.base import TraceRead
 from ncclscope.traces.flight_recorder import read_flight_recorder
 from ncclscope.traces.graph_xml import read_graph_xml
@@ -49,6 +57,19 @@ def sniff_path(path: str, limits: Limits = DEFAULT_LIMITS) -> ArtifactKind | Non
         # a file cut inside its head (a truncated .gz) is sniffed on what came before the cut
         kind, _ = sniff_stream(stream)
     return kind
+
+
+def stdin_archive_format() -> str | None:
+    """``"tar"`` or ``"zip"`` when stdin holds an archive (``tar cz logs/ | ncclscope diagnose
+    -``), as ``reader.archive_format`` tells a file's: from what the pipe's buffer holds,
+    decompressed there, without consuming it (see ``sniff_path``)."""
+    peek = getattr(sys.stdin.buffer, "peek", None)
+    if peek is None:
+        return None
+    head = bytes(peek(SNIFF_BYTES))
+    if head.startswith(ZIP_MAGIC):
+        return "zip"
+    return "tar" if peek_decompressed(head)[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == b"ustar" else None
 
 
 def peek_decompressed(head: bytes) -> bytes:

@@ -20,7 +20,14 @@ from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.pipeline import BATCH_LINES, Segment, batch_records
-from ncclscope.parse.reader import READ_ERRORS, Damage, archive_format, iter_batches, iter_members
+from ncclscope.parse.reader import (
+    READ_ERRORS,
+    STDIN,
+    Damage,
+    archive_format,
+    iter_batches,
+    iter_members,
+)
 from ncclscope.traces import (
     TraceRead,
     TraceRefused,
@@ -29,6 +36,7 @@ from ncclscope.traces import (
     read_trace_stream,
     sniff_path,
     sniff_stream,
+    stdin_archive_format,
     trace_stats,
 )
 from ncclscope.traces.sniff import ArtifactKind
@@ -97,7 +105,8 @@ def iter_inputs(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterat
     """Each input as what it is, in order: directories walked (``expand_inputs``), archives
     opened (by content: ``reader.archive_format``), every file or member sniffed."""
     for path in expand_inputs(list(paths)):
-        if archive_format(path, limits) is not None:
+        archive = stdin_archive_format() if path == STDIN else archive_format(path, limits)
+        if archive is not None:
             yield from _members(path, limits)
             continue
         kind = sniff_path(path, limits)
