@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import operator
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,9 +23,6 @@ if TYPE_CHECKING:
     from ncclscope.traces.inputs import Input
 
 
-_line_of = operator.attrgetter("line")
-
-
 @dataclass
 class ParseRun:
     """Records of several inputs, streamed; ``stats`` fills in as each input is read."""
@@ -40,9 +36,8 @@ class ParseRun:
         """Every input's records in input order: logs, archive members and trace artifacts.
         Logs go through the pipeline as one stream, which types small ones together (a job of
         per-rank logs); an artifact's records come in their place."""
-        from ncclscope.parse.pipeline import Segment, Step, parse_segments
-        from ncclscope.parse.stream import file_segments
-        from ncclscope.traces.inputs import LogFile, LogMember, input_records, member_segments
+        from ncclscope.parse.pipeline import Segment, Step, every_record, parse_segments
+        from ncclscope.traces.inputs import LogFile, LogMember, input_records, log_segments
 
         parser = LineParser(limits=self.limits)
         # what the steps found, handed on before the next segment's records
@@ -50,14 +45,8 @@ class ParseRun:
 
         def items() -> Iterator[Segment | Step]:
             for item in self.inputs():
-                if isinstance(item, LogFile):
-                    st = SourceStats(item.path)
-                    self.stats.append(st)
-                    yield from file_segments(item.path, self.limits, st)
-                elif isinstance(item, LogMember):
-                    st = item.stats()
-                    self.stats.append(st)
-                    yield from member_segments(item, st, self.limits)
+                if isinstance(item, LogFile | LogMember):
+                    yield from log_segments(item, self.stats, self.limits)
                 else:
                     found = list(input_records(item, self.stats, parser))
                     yield Step(functools.partial(ready.extend, found))
@@ -65,10 +54,7 @@ class ParseRun:
         for seg, (records, frames) in parse_segments(items(), parser):
             yield from ready
             ready.clear()
-            if frames:
-                records = records + [r for f in frames for r in f.records(seg.source)]
-                records.sort(key=_line_of)
-            yield from records
+            yield from every_record(records, frames, seg.source)
         yield from ready
 
     def inputs(self) -> Iterator[Input]:
@@ -98,8 +84,7 @@ def build(
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
     from ncclscope.parse.frames import bulk_of
     from ncclscope.parse.pipeline import Segment, parse_segments
-    from ncclscope.parse.stream import file_segments
-    from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, member_segments
+    from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, log_segments
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats: list[SourceStats] = []
@@ -111,14 +96,8 @@ def build(
         """Every log's batches, files and archive members alike, in input order: the pipeline
         types small logs together (a job of per-rank logs is thousands of files)."""
         for item in iter_inputs([os.fspath(p) for p in paths], limits):
-            if isinstance(item, LogFile):
-                st = SourceStats(item.path)
-                stats.append(st)
-                yield from file_segments(item.path, limits, st, progress is not None)
-            elif isinstance(item, LogMember):
-                st = item.stats()
-                stats.append(st)
-                yield from member_segments(item, st, limits)
+            if isinstance(item, LogFile | LogMember):
+                yield from log_segments(item, stats, limits, progress is not None)
             elif isinstance(item, Artifact):
                 artifacts.append(item)
             else:

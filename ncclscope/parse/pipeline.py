@@ -249,12 +249,16 @@ def batch_records(
 ) -> Iterator[Record]:
     """The records of ``parse_batches``, frames' rows built into records, in line order."""
     for records, frames in parse_batches(lines, source, stats, parser):
-        if not frames:
-            yield from records
-            continue
-        merged = records + [rec for frame in frames for rec in frame.records(source)]
-        merged.sort(key=_line_of)
-        yield from merged
+        yield from every_record(records, frames, source)
+
+
+def every_record(records: list[Record], frames: list[KindFrame], source: str) -> list[Record]:
+    """A batch's records with its frames' rows built into records, in line order."""
+    if not frames:
+        return records
+    merged = records + [rec for frame in frames for rec in frame.records(source)]
+    merged.sort(key=_line_of)
+    return merged
 
 
 def _columnar(

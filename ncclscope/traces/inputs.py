@@ -28,6 +28,7 @@ from ncclscope.parse.reader import (
     iter_batches,
     iter_members,
 )
+from ncclscope.parse.stream import file_segments
 from ncclscope.traces import (
     TraceRead,
     TraceRefused,
@@ -149,12 +150,20 @@ def _members(path: str, limits: Limits) -> Iterator[Input]:
         yield ArchiveNotes(path, archive)
 
 
-def member_segments(member: LogMember, stats: SourceStats, limits: Limits) -> Iterator[Segment]:
-    """A log member's batches as the pipeline's segments (``parse.stream.file_segments`` of a
-    file)."""
-    lines = iter_batches(member.stream, member.source, stats.damaged, limits, BATCH_LINES)
-    for batch in lines:
-        yield Segment(member.source, stats, batch)
+def log_segments(
+    item: LogFile | LogMember, stats_out: list[SourceStats], limits: Limits, metered: bool = False
+) -> Iterator[Segment]:
+    """A log file's or member's batches as the pipeline's segments, its accounting appended to
+    ``stats_out`` first; ``metered``: a file's segments carry how far it has been read."""
+    if isinstance(item, LogFile):
+        stats = SourceStats(item.path)
+        stats_out.append(stats)
+        yield from file_segments(item.path, limits, stats, metered)
+        return
+    stats = item.stats()
+    stats_out.append(stats)
+    for batch in iter_batches(item.stream, item.source, stats.damaged, limits, BATCH_LINES):
+        yield Segment(item.source, stats, batch)
 
 
 def member_records(
