@@ -530,7 +530,7 @@ def _message_path(
     whose record refuses its fields, is the line path's, which words and counts it."""
     records: list[Record] = []
     left: list[int] = []
-    envelopes = [_shared_texts(rows.get_column(name)) for name in ENVELOPE]
+    envelopes = [_shared_values(rows.get_column(name)) for name in ENVELOPE]
     counts = [0] * len(pack)
     for i, k, line, text, level, message, *env in zip(
         rows.get_column("i").to_list(),
@@ -655,29 +655,50 @@ def _records(cls: type[Record], rows: pl.DataFrame, sources: list[str]) -> list[
     source is ``sources[src]``.
 
     The work is done a column at a time (a column's values converted in one pass, a field not
-    printed given its default there), so building a record is one constructor call."""
+    printed given its default there), so building a record is one constructor call. A kind's
+    own fields are converted once per distinct message: init lines repeat by rank, and the
+    records that print the same fields share their values (a 4,096-rank ring is one tuple, not
+    one per rank)."""
     own = [c for c in rows.columns if c not in _ROW_COLUMNS]
-    names: list[str] = [*ENVELOPE, *own]
-    columns: list[list[Any]] = [_shared_texts(rows.get_column(name)) for name in ENVELOPE]
-    columns += [_field_values(cls, name, rows.get_column(name)) for name in own]
+    envelopes = [_shared_values(rows.get_column(name)) for name in ENVELOPE]
     levels = [_LEVELS[v] for v in rows.get_column("level").to_list()]
+    messages: list[dict[str, Any]] = [{}]
+    codes = [0] * rows.height
+    if own:
+        codes, distinct = _distinct_rows(rows.select(own))
+        fields = [_field_values(cls, name, distinct.get_column(name)) for name in own]
+        messages = [dict(zip(own, values, strict=True)) for values in zip(*fields, strict=True)]
     return [
         cls(
             source=sources[k],
             line=line,
             text=text,
             level=level,
-            **dict(zip(names, values, strict=True)),
+            **dict(zip(ENVELOPE, envelope, strict=True)),
+            **messages[code],
         )
-        for k, line, text, level, *values in zip(
+        for k, line, text, level, code, *envelope in zip(
             rows.get_column("src").to_list(),
             rows.get_column("line").to_list(),
             rows.get_column("text").to_list(),
             levels,
-            *columns,
+            codes,
+            *envelopes,
             strict=True,
         )
     ]
+
+
+def _distinct_rows(frame: pl.DataFrame) -> tuple[list[int], pl.DataFrame]:
+    """Each row's index among the frame's distinct rows, and those rows (first seen first)."""
+    groups = (
+        frame.with_row_index("_row")
+        .group_by(frame.columns, maintain_order=True)
+        .agg("_row")
+        .with_row_index("_code")
+    )
+    codes = groups.select("_code", "_row").explode("_row").sort("_row").get_column("_code")
+    return codes.to_list(), groups.drop("_code", "_row")
 
 
 _LEVELS: Final = {level.value: level for level in Level}
@@ -688,13 +709,15 @@ def _typed_as(dtype: Any, coerce: Any) -> bool:
     return (coerce is as_int and dtype.is_integer()) or (coerce is as_str and dtype == pl.String)
 
 
-def _shared_texts(series: pl.Series) -> list[Any]:
-    """A column's values, repeated texts as one object: polars hands each row its own copy of a
-    string, and one host name per record would cost more than the record."""
+def _shared_values(series: pl.Series) -> list[Any]:
+    """A column's values, a repeated value as one object: polars hands each row its own copy of
+    a string or an int past 256, and init lines repeat them by rank (one host name, pid or
+    thread id per record would cost more than the record). Floats are left as they are: 0.0
+    and -0.0 are equal."""
     values = series.to_list()
-    if series.dtype != pl.String:
+    if not (series.dtype == pl.String or series.dtype.is_integer()):
         return values
-    shared: dict[str, str] = {}
+    shared: dict[Any, Any] = {}
     return [v if v is None else shared.setdefault(v, v) for v in values]
 
 
@@ -749,12 +772,15 @@ def _field_values(owner: type, name: str, series: pl.Series) -> list[Any]:
         inner = series.dtype.inner if isinstance(series.dtype, pl.List) else None
         typed = inner is not None and _typed_as(inner, coerce)
         shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        elements: dict[Any, Any] = {}
         values = [
-            None if v is None else _one(shared, tuple(v) if typed else tuple(map(coerce, v)))
+            None
+            if v is None
+            else _one(shared, tuple(v) if typed else tuple(map(coerce, v)), elements)
             for v in series.to_list()
         ]
     else:
-        values = series.to_list()
+        values = _shared_values(series)
         if not _typed_as(series.dtype, coerce):
             values = [None if v is None else coerce(v) for v in values]
     default = _default(owner, name)
@@ -764,9 +790,20 @@ def _field_values(owner: type, name: str, series: pl.Series) -> list[Any]:
     return values
 
 
-def _one(shared: dict[tuple[Any, ...], tuple[Any, ...]], value: tuple[Any, ...]) -> tuple[Any, ...]:
-    """One tuple object per distinct value (a ring's order, a line's parts repeat by rank)."""
-    return shared.setdefault(value, value)
+def _one(
+    shared: dict[tuple[Any, ...], tuple[Any, ...]],
+    value: tuple[Any, ...],
+    elements: dict[Any, Any] | None = None,
+) -> tuple[Any, ...]:
+    """One tuple object per distinct value (a ring's order, a line's parts repeat by rank), its
+    elements shared through ``elements`` if given: a 4,096-rank job's rings hold the same ranks
+    in other orders."""
+    held = shared.get(value)
+    if held is None:
+        if elements is not None:
+            value = tuple([elements.setdefault(x, x) for x in value])
+        held = shared[value] = value
+    return held
 
 
 def _parts(part: type[Part], series: pl.Series) -> list[Part | None]:
