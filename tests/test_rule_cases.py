@@ -175,3 +175,40 @@ def test_at_least_thirty_rules_cover_every_category() -> None:
 
     assert len(RULES) >= 30, len(RULES)
     assert {r.category for r in RULES} == set(Category)
+
+
+def test_hang006_reads_the_silence_across_files() -> None:
+    """Which lines came before a kill printed in another file is their stamps' question, not
+    their line numbers'. The kill is the real Slurm line (line 2 of its file); the rank's last
+    line is built here, stamped 5 and 20 minutes before the kill and placed below line 2 of its
+    own file: the corpus holds no log whose stamps fall between the kill line's own prefix
+    stamp and the kill."""
+    import dataclasses
+
+    from ncclscope.model.records.version_env import EnvSetting
+
+    kill_file = ROOT / "fixtures/real/220-gb200-nemotronh-exit-hang-slurm-time-limit.log"
+    kill = [
+        r for r in parse_text(kill_file.read_text(), source="slurm.out") if r.KIND == "job_killed"
+    ]
+    assert len(kill) == 1 and kill[0].line == 2
+    # without the application's own stamp in front of the kill line: only the rank's line says
+    # when the job last printed
+    kill = [dataclasses.replace(kill[0], prefix=None)]
+
+    def rank_line(stamp: str, line: int) -> EnvSetting:
+        return EnvSetting(
+            source="rank0.log", line=line, timestamp=stamp, name="NCCL_DEBUG", value="INFO"
+        )
+
+    for stamp, silent in (("2025-11-24T22:09:50", False), ("2025-11-24T21:54:50", True)):
+        job = build_job([rank_line(stamp, 40), *kill])
+        found = [f for f in run_rules(job, Selection(("HANG006",), ())) if f.rule == "HANG006"]
+        assert len(found) == 1
+        assert ("Nothing was printed for 20 min" in found[0].message) is silent, found[0].message
+    # a rank's line stamped after the kill is not what came before it, whatever its line number
+    job = build_job(
+        [rank_line("2025-11-24T22:20:00", 1), rank_line("2025-11-24T21:54:50", 40), *kill]
+    )
+    found = [f for f in run_rules(job, Selection(("HANG006",), ())) if f.rule == "HANG006"]
+    assert "Nothing was printed for 20 min" in found[0].message

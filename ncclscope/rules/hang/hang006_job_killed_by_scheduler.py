@@ -208,9 +208,15 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
     timed = [k for k in kills if k.at]
     for k in timed:
         at = _stamps(k.at)
+        # what was printed before the kill: lines above it in its own file, and the lines of
+        # the job's other files (each rank's log, the launcher's) stamped before it
         earlier = [t for t in _stamps(k.prefix) if at and t < at[0]]
         earlier += [
-            t for r in job.records_by_kind() if r.line < k.line for t in _stamps(r.timestamp)
+            t
+            for r in job.records_by_kind()
+            if r.source != k.source or r.line < k.line
+            for t in _stamps(r.timestamp)
+            if at and t < at[0]
         ]
         if at and earlier:
             gap = (at[0] - max(earlier)).total_seconds()
