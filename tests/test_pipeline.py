@@ -17,6 +17,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from ncclscope.model.collapse import collapse_connections
@@ -392,8 +393,9 @@ def test_small_logs_typed_together_read_as_each_alone(
 
     monkeypatch.setattr(pipeline.match, "message_columns", counting)
     alone, packed = _alone_and_packed(logs, collapse)
-    # alone: a query per log and batch (none for the binary one); packed: one for them all
-    assert len(calls) >= len(logs) and calls[-1] == sum(calls[:-1])
+    # alone: a query per log and batch that has messages to type (a run types a message once,
+    # and the binary log has none); packed: one for them all
+    assert len(calls) >= len(logs) - 3 and calls[-1] == sum(calls[:-1])
     for (name, _), want, got in zip(logs, alone, packed, strict=True):
         assert got[1] == want[1], name
         assert got[0] == want[0], name
@@ -412,3 +414,45 @@ def test_one_log_given_twice_is_read_twice_in_its_own_batches() -> None:
     ]
     got = list(pipeline.parse_segments(segments, LineParser()))
     assert len(got) == 2 and got[0][1][0] and len(got[0][1][0]) == len(got[1][1][0])
+
+
+def test_a_run_types_each_repeated_message_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo of a run's messages gives each batch what the patterns give it, and a message
+    that repeated in an earlier batch is not typed again (real fixture messages; the second
+    batch is the first one's messages again, in another order, and a few new ones)."""
+    from ncclscope.model.job import HIGH_VOLUME_KINDS
+
+    texts: list[str] = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "fixtures/real").glob("*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            for word in (" NCCL INFO ", " NCCL WARN "):
+                if word in line:
+                    texts.append(line.split(word, 1)[1].strip())
+                    break
+    first = texts[: len(texts) // 2]
+    first = first + first[::3]  # a third of them twice: those are kept
+    second = first[::-1] + texts[len(texts) // 2 :][:50]
+    calls: list[int] = []
+    message_columns = pipeline.match.message_columns
+
+    def counting(messages: Any) -> Any:
+        calls.append(len(messages))
+        return message_columns(messages)
+
+    monkeypatch.setattr(pipeline.match, "message_columns", counting)
+    memo = pipeline.match.MessageMemo()
+    for batch in (first, second):
+        got = memo.tables(pl.Series(batch, dtype=pl.String), HIGH_VOLUME_KINDS)
+        want = message_columns(pl.Series(batch, dtype=pl.String)).tables
+        assert sorted(got) == sorted(want)
+        for kind, table in want.items():
+            assert got[kind].equals(table), kind
+    # kept: what repeated in the first batch, but for collective calls (one line each)
+    kinds = message_columns(pl.Series(first, dtype=pl.String)).kind.to_list()
+    kept = {
+        t
+        for t, kind in zip(first, kinds, strict=True)
+        if first.count(t) > 1 and kind not in HIGH_VOLUME_KINDS
+    }
+    assert kept and calls[0] == len(first)
+    assert calls[1] == sum(1 for t in second if t not in kept)

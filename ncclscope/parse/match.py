@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 
@@ -40,6 +40,7 @@ from ncclscope.parse.patterns import ENVELOPE, KINDS, LARK_ONLY
 
 __all__ = [
     "ENVELOPE_FIELDS",
+    "MessageMemo",
     "MessageTables",
     "envelope_columns",
     "fully_covered_kinds",
@@ -503,3 +504,88 @@ def message_columns(messages: pl.Series) -> MessageTables:
         .sort("row")["kind"]
     )
     return MessageTables(kind=kind, tables=tables)
+
+
+# --- a run's messages ----------------------------------------------------------------------------
+
+
+class MessageMemo:
+    """The messages a run has typed, by text, for the batches after the one they came in.
+
+    A big job's init messages repeat across ranks, so across batches too: on the 100 MB
+    init-heavy log each batch of 131,072 lines holds ~4,100 distinct messages, of which ~90 are
+    new to the run after the first batch. A batch's patterns then run on those alone, and the
+    rest is a join. What is kept: messages that came at least twice in their batch (a message
+    printed once, such as each collective call, is not worth keeping), of kinds not read as
+    columns (collective calls, allocations: one line each), and those no pattern took (Lark's
+    then, each time, which memoises its own results)."""
+
+    def __init__(self) -> None:
+        #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
+        self.index = pl.DataFrame(schema=_MEMO_INDEX)
+        self.store: dict[str, pl.DataFrame] = {}
+
+    def tables(self, messages: pl.Series, high_volume: frozenset[str]) -> dict[str, pl.DataFrame]:
+        """What ``message_columns(messages).tables`` gives, typing only the messages this run
+        has not kept."""
+        frame = pl.DataFrame({"msg": messages.cast(pl.String)}).with_row_index("row")
+        known = frame.join(self.index, left_on="msg", right_on="text", how="inner")
+        new = frame.join(self.index, left_on="msg", right_on="text", how="anti")
+        tables: dict[str, list[pl.DataFrame]] = {}
+        if new.height:
+            typed = message_columns(new.get_column("msg")).tables
+            for kind, table in typed.items():
+                # the table's rows are positions in ``new``: back to the batch's rows
+                table = table.with_columns(new.get_column("row").gather(table.get_column("row")))
+                tables.setdefault(kind, []).append(table)
+            self._keep(new, typed, high_volume)
+        kept = known.filter(pl.col("kind").is_not_null())
+        for (kind,), part in kept.partition_by("kind", as_dict=True).items():
+            rows = self.store[str(kind)][part.get_column("slot")]
+            tables.setdefault(str(kind), []).append(rows.insert_column(0, part.get_column("row")))
+        return {kind: pl.concat(parts).sort("row") for kind, parts in tables.items()}
+
+    def _keep(
+        self, new: pl.DataFrame, typed: dict[str, pl.DataFrame], high_volume: frozenset[str]
+    ) -> None:
+        """Keep the new messages that repeated in their batch: each kind's typed row (of the
+        message's first line), and the texts no pattern took."""
+        # positions in ``new`` (what the typed tables' rows are) of the messages that repeated
+        at = new.with_row_index("at").filter(pl.len().over("msg") > 1).select("at", "msg")
+        if not at.height:
+            return
+        index: list[pl.DataFrame] = []
+        taken: list[pl.DataFrame] = []
+        for kind, table in typed.items():
+            mine = table.join(at, left_on="row", right_on="at", how="inner")
+            if not mine.height:
+                continue
+            taken.append(mine.select("msg"))
+            if kind in high_volume:
+                continue
+            first = mine.unique("msg", keep="first", maintain_order=True)
+            held = self.store.get(kind)
+            start = 0 if held is None else held.height
+            rows = first.drop("row", "msg")
+            self.store[kind] = rows if held is None else pl.concat([held, rows])
+            index.append(
+                first.select(
+                    pl.col("msg").alias("text"),
+                    pl.lit(kind).alias("kind"),
+                    (pl.int_range(pl.len(), dtype=pl.UInt32) + start).alias("slot"),
+                )
+            )
+        untyped = at.select("msg").unique()
+        if taken:
+            untyped = untyped.join(pl.concat(taken), on="msg", how="anti")
+        index.append(
+            untyped.select(
+                pl.col("msg").alias("text"),
+                pl.lit(None, dtype=pl.String).alias("kind"),
+                pl.lit(None, dtype=pl.UInt32).alias("slot"),
+            )
+        )
+        self.index = pl.concat([self.index, *index])
+
+
+_MEMO_INDEX: Final = {"text": pl.String, "kind": pl.String, "slot": pl.UInt32}

@@ -107,6 +107,9 @@ def parse_segments(
     frames of the kinds read as columns. With the lark engine every line is read by Lark. A
     :class:`Step` among the segments is run in its place.
 
+    A run types a message once (match.MessageMemo): the messages that repeat in a batch, as a
+    big job's init messages do across ranks, are not typed again in the batches after it.
+
     Consecutive segments of different inputs are typed together, up to BATCH_LINES lines: the
     pipeline's polars queries cost about as much for one line as for thousands, and a big job
     often writes one small log per rank (torchrun's ``--log-dir``, Slurm's ``%t``). An input's
@@ -127,16 +130,17 @@ def parse_segments(
     going with the job's other inputs)."""
     pack: list[Segment | Step] = []
     size = 0
+    memo = match.MessageMemo()
     for item in segments:
         if isinstance(item, Segment):
             n = _length(item.lines)
             if size and (size + n > BATCH_LINES or _holds(pack, item.source)):
-                yield from _parse_pack(pack, parser, kinds, collapse, contain)
+                yield from _parse_pack(pack, parser, kinds, collapse, contain, memo)
                 pack, size = [], 0
             size += n
         pack.append(item)
     if pack:
-        yield from _parse_pack(pack, parser, kinds, collapse, contain)
+        yield from _parse_pack(pack, parser, kinds, collapse, contain, memo)
 
 
 def _holds(pack: list[Segment | Step], source: str) -> bool:
@@ -149,11 +153,12 @@ def _parse_pack(
     kinds: frozenset[str] | None,
     collapse: bool,
     contain: bool,
+    memo: match.MessageMemo,
 ) -> Iterator[tuple[Segment, Batch]]:
     segments = [s for s in pack if isinstance(s, Segment)]
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
-        batches = iter(_read_pack(segments, parser, kinds, collapse))
+        batches = iter(_read_pack(segments, parser, kinds, collapse, memo))
     except Exception as exc:
         if not contain:
             raise
@@ -165,7 +170,7 @@ def _parse_pack(
                 if isinstance(item, Step):
                     item.run()
                 else:
-                    yield from _parse_pack([item], parser, kinds, collapse, contain)
+                    yield from _parse_pack([item], parser, kinds, collapse, contain, memo)
             return
         segments[0].stats.error = f"{type(exc).__name__}: {exc}"
         batches = iter([([], [])])
@@ -190,12 +195,16 @@ def _restore(stats: SourceStats, before: SourceStats) -> None:
 
 
 def _read_pack(
-    pack: list[Segment], parser: LineParser, kinds: frozenset[str] | None, collapse: bool
+    pack: list[Segment],
+    parser: LineParser,
+    kinds: frozenset[str] | None,
+    collapse: bool,
+    memo: match.MessageMemo,
 ) -> list[Batch]:
     if not pack:
         return []
     if parser.engine != "lark":
-        return _columnar(pack, parser, kinds, collapse)
+        return _columnar(pack, parser, memo, kinds, collapse)
     batches: list[Batch] = []
     for seg in pack:
         records: list[Record] = []
@@ -264,6 +273,7 @@ def every_record(records: list[Record], frames: list[KindFrame], source: str) ->
 def _columnar(
     pack: list[Segment],
     parser: LineParser,
+    memo: match.MessageMemo,
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
 ) -> list[Batch]:
@@ -344,7 +354,7 @@ def _columnar(
     cand = cand.filter(pl.col("ok"))
     base = cand.drop("ok", "msg").with_row_index("row")
     messages = cand.get_column("msg")
-    tables = match.message_columns(messages).tables
+    tables = memo.tables(messages, HIGH_VOLUME_KINDS)
     sources = [seg.source for seg in pack]
     records: list[Record] = []
     claimed: list[pl.DataFrame] = []
