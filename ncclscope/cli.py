@@ -128,13 +128,13 @@ def parse(
     if stats or fmt == "jsonl":
         from ncclscope.parse.parser import LineParser
         from ncclscope.parse.stream import jsonl_paths
-        from ncclscope.report.progress import ReadProgress
+        from ncclscope.report.progress import ReadProgress, input_bytes
         from ncclscope.report.progress import wanted as watched
         from ncclscope.traces.inputs import LogFile, input_records
 
         try:
             # only --stats as a table is for reading; jsonl is for programs
-            with ReadProgress("parse") as bar:
+            with ReadProgress("parse", input_bytes(paths)) as bar:
                 parser = LineParser(limits=run.limits)
                 # consecutive log files go to the pipeline together, which types small ones
                 # together (a job of per-rank logs)
@@ -304,10 +304,10 @@ def diagnose(
     (docs/fleet-scale.md#how-jobs-are-found); --one-job mixes them.
     """
     from ncclscope import api
-    from ncclscope.report.progress import ReadProgress, wanted
+    from ncclscope.report.progress import ReadProgress, input_bytes, wanted
     from ncclscope.rules.base import Severity
 
-    with ReadProgress("diagnose") as bar:
+    with ReadProgress("diagnose", input_bytes(paths)) as bar:
         jobs = api.diagnose_jobs(
             paths,
             select=_split(select),
@@ -564,9 +564,9 @@ def export(
     # With a pattern, inputs it does not match still form one job together.
     grouping = bulk.Grouping.of(job_id=job_id or paths[0], pattern=job_pattern)
     dest = out if is_url(out) else Path(out)
-    from ncclscope.report.progress import ReadProgress, wanted
+    from ncclscope.report.progress import ReadProgress, input_bytes, wanted
 
-    with ReadProgress("export") as bar:
+    with ReadProgress("export", input_bytes(files)) as bar:
         engine = bulk.LocalEngine(1, progress=bar if wanted(True) else None)
         report = bulk.run(bulk.plan_jobs(files, grouping), dest, skip_known=False, engine=engine)
     click.echo(report.summary(dest))

@@ -494,10 +494,12 @@ class JobExport:
         lines = iter_batches(
             cast(BinaryIO, reader), source, stats.damaged, self.parser.limits, BATCH_LINES
         )
+        meter = ReadMeter(0, size)
         for batch in lines:
             # what was read is text: the stored size is its total only for a plain file
-            total = size if size is not None and reader.count <= size else None
-            yield Segment(source, stats, batch, ReadMeter(reader.count, total))
+            meter.done = reader.count
+            meter.total = size if size is not None and reader.count <= size else None
+            yield Segment(source, stats, batch, meter)
 
     def _take(self, seg: Segment, records: list[Record], frames: list[KindFrame]) -> None:
         from ncclscope.export.rows import batch_tables

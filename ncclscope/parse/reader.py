@@ -390,6 +390,16 @@ class _Metered(io.RawIOBase):
         self._meter.done += n or 0
         return n or 0
 
+    # a zip archive is read where its index says: the meter counts bytes read, wherever
+    def seekable(self) -> bool:
+        return self._inner.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._inner.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
 
 @contextmanager
 def open_input(
@@ -818,12 +828,14 @@ def iter_members(
     path: str | os.PathLike[str],
     limits: Limits | None = None,
     damage: Damage | None = None,
+    meter: ReadMeter | None = None,
 ) -> Iterator[Member]:
     """The regular files of a tar (any compression) or zip archive, as streams, never on disk.
 
     Members with an absolute path, ``..``, a link, a device or a fifo are skipped with a note in
     ``damage``; an archive that ends early ends the iteration with a note. Each member's stream is
     decompressed by its magic bytes within ``limits``; read it before taking the next member.
+    ``meter``: counts the archive's bytes as they are read (a progress display's).
     """
     lim = limits or DEFAULT_LIMITS
     dmg = damage if damage is not None else Damage()
@@ -833,7 +845,7 @@ def iter_members(
         handle: io.BufferedReader | None = None
     else:
         handle = _open_file(name)
-        raw = handle
+        raw = handle if meter is None else io.BufferedReader(_Metered(handle, meter))
     try:
         yield from members_of(raw, name, lim, dmg)
     finally:

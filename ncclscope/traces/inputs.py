@@ -10,6 +10,7 @@ member is taken. What cannot be read costs that input only: a refused artifact i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,6 +25,7 @@ from ncclscope.parse.reader import (
     READ_ERRORS,
     STDIN,
     Damage,
+    ReadMeter,
     archive_format,
     iter_batches,
     iter_members,
@@ -59,6 +61,8 @@ class LogMember:
     source: str
     stream: BinaryIO
     damage: Damage = field(default_factory=Damage)
+    #: how much of its archive has been read (shared by the archive's members)
+    meter: ReadMeter | None = None
 
     def stats(self) -> SourceStats:
         """Its line accounting, to be filled as it is parsed."""
@@ -128,11 +132,12 @@ def _artifact(source: str, kind: ArtifactKind, read: Callable[[], TraceRead]) ->
 
 def _members(path: str, limits: Limits) -> Iterator[Input]:
     archive = Damage()
-    for member in iter_members(path, limits, archive):
+    meter = None if path == STDIN else ReadMeter(total=os.path.getsize(path))
+    for member in iter_members(path, limits, archive, meter):
         before = len(archive.notes)
         kind, stream = sniff_stream(member.stream)
         if kind is None:
-            log = LogMember(member.source, stream)
+            log = LogMember(member.source, stream, meter=meter)
             yield log
             log.damage.notes.extend(archive.notes[before:])
         else:
@@ -162,8 +167,9 @@ def log_segments(
         return
     stats = item.stats()
     stats_out.append(stats)
+    meter = item.meter if metered else None
     for batch in iter_batches(item.stream, item.source, stats.damaged, limits, BATCH_LINES):
-        yield Segment(item.source, stats, batch)
+        yield Segment(item.source, stats, batch, meter)
 
 
 def member_records(
