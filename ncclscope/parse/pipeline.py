@@ -49,11 +49,10 @@ from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
 from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record, type_hints
 
 #: lines per batch when lines come one at a time: large enough that polars' per-call cost
-#: vanishes, small enough to bound memory. Against 131,072 (one run each way, twice): peak RSS
-#: 600 -> 480 MB on the 4,096-GPU bigjob log, 560 -> 452 MB on the 100 MB init-heavy log and
-#: 540 -> 360 MB on the 100 MB COLL-heavy one (export 860 -> 610 MB), for 0-10% more CPU on
-#: the init logs and none on COLL; 32,768 saved ~50 MB more for 10-25% more CPU.
-BATCH_LINES: Final = 65536
+#: vanishes, small enough to bound memory. 65,536 was tried: re-measured four rounds against
+#: this in alternation, the peak RSS was the same (COLL-heavy 100 MB diagnose ~360 MB either
+#: way, the bigjob log ~485 MB, init-heavy 100 MB ~455 MB) and the init logs took 5-10% more CPU.
+BATCH_LINES: Final = 131072
 
 # The LEVEL terminal (grammar/nccl.lark) in polars' dialect: the same words and boundary.
 _LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
