@@ -212,3 +212,40 @@ def test_hang006_reads_the_silence_across_files() -> None:
     )
     found = [f for f in run_rules(job, Selection(("HANG006",), ())) if f.rule == "HANG006"]
     assert "Nothing was printed for 20 min" in found[0].message
+
+
+def test_hang006_counts_the_last_collective_as_printed() -> None:
+    """A job whose collectives ran until the kill did not hang: the last collective call of
+    each process (a summarised kind, not a stored record) is what was printed last. The call is
+    a real ``AllReduce: opCount`` line (fixtures/real/long/L02), stamped here 90 s before the
+    kill; an init line of the same rank is stamped 24 minutes before it."""
+    import dataclasses
+
+    from ncclscope.model.records.version_env import EnvSetting
+
+    kill_file = ROOT / "fixtures/real/220-gb200-nemotronh-exit-hang-slurm-time-limit.log"
+    kill = [
+        r for r in parse_text(kill_file.read_text(), source="slurm.out") if r.KIND == "job_killed"
+    ]
+    kill = [dataclasses.replace(kill[0], prefix=None)]
+    long_log = ROOT / "fixtures/real/long/L02-a100-pcie-pair-subsys-all-2.27.log"
+    line = next(t for t in long_log.read_text().splitlines() if "AllReduce: opCount" in t)
+    (call,) = parse_text(line + "\n", source="rank0.log")
+    assert call.KIND == "coll_call"
+    call = dataclasses.replace(call, line=90, timestamp="2025-11-24T22:13:20")
+    init = EnvSetting(
+        source="rank0.log",
+        line=40,
+        timestamp="2025-11-24T21:50:50",
+        name="NCCL_DEBUG",
+        value="INFO",
+    )
+    job = build_job([init, call, *kill], summarised=HIGH_VOLUME_KINDS)
+    assert job.summary(type(call)).count == 1 and not job.of(type(call))
+    found = [f for f in run_rules(job, Selection(("HANG006",), ())) if f.rule == "HANG006"]
+    assert len(found) == 1
+    assert "Nothing was printed" not in found[0].message, found[0].message
+    # without the call, the init line is the last thing printed: 24 minutes of silence
+    job = build_job([init, *kill], summarised=HIGH_VOLUME_KINDS)
+    found = [f for f in run_rules(job, Selection(("HANG006",), ())) if f.rule == "HANG006"]
+    assert "Nothing was printed for 24 min" in found[0].message

@@ -206,6 +206,11 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
         msg += f" (and {len(whys) - 3} more)"
     msg += "."
     timed = [k for k in kills if k.at]
+    # what was printed: the stored records, and the last of each summarised kind's slots (the
+    # last collective call of each process and communicator: a job that ran its collectives
+    # until the kill did not hang before it)
+    printed = [*job.records_by_kind()]
+    printed += [r for summ in job.summaries.values() for r in summ.last.values() if r is not None]
     for k in timed:
         at = _stamps(k.at)
         # what was printed before the kill: lines above it in its own file, and the lines of
@@ -213,7 +218,7 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
         earlier = [t for t in _stamps(k.prefix) if at and t < at[0]]
         earlier += [
             t
-            for r in job.records_by_kind()
+            for r in printed
             if r.source != k.source or r.line < k.line
             for t in _stamps(r.timestamp)
             if at and t < at[0]
