@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from ncclscope.model.job import Job
@@ -85,9 +86,11 @@ def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
 
 
 def _last_lines(job: Job) -> dict[str, int]:
-    """The last line of each source that holds a stored record."""
+    """The last line of each source that holds a stored record or the last of a summarised
+    kind's slot (a collective call after the COMPLETE says the log went on)."""
     out: dict[str, int] = {}
-    for rec in job.records_by_kind():
+    last = (r for summ in job.summaries.values() for r in summ.last.values() if r is not None)
+    for rec in itertools.chain(job.records_by_kind(), last):
         if rec.line > out.get(rec.source, 0):
             out[rec.source] = rec.line
     return out
