@@ -367,6 +367,19 @@ def _alone_and_packed(logs: list[tuple[str, bytes]], collapse: bool) -> tuple[An
     return alone, [(packed[name], facts(stats[name])) for name, _ in logs]
 
 
+def _count_typing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of messages each call of ``match.message_columns`` types, from now on."""
+    calls: list[int] = []
+    message_columns = pipeline.match.message_columns
+
+    def counting(messages: Any) -> Any:
+        calls.append(len(messages))
+        return message_columns(messages)
+
+    monkeypatch.setattr(pipeline.match, "message_columns", counting)
+    return calls
+
+
 @pytest.mark.parametrize("collapse", [False, True])
 def test_small_logs_typed_together_read_as_each_alone(
     collapse: bool, monkeypatch: pytest.MonkeyPatch
@@ -384,14 +397,7 @@ def test_small_logs_typed_together_read_as_each_alone(
     # ends with its own log
     both = next(p for p in real if p.name.startswith("227-")).read_bytes()
     logs += [("a/227.log", both), ("b/227.log", both)]
-    calls: list[int] = []
-    message_columns = pipeline.match.message_columns
-
-    def counting(messages: Any) -> Any:
-        calls.append(len(messages))
-        return message_columns(messages)
-
-    monkeypatch.setattr(pipeline.match, "message_columns", counting)
+    calls = _count_typing(monkeypatch)
     alone, packed = _alone_and_packed(logs, collapse)
     # alone: a query per log and batch that has messages to type (a run types a message once,
     # and the binary log has none); packed: one for them all
@@ -432,17 +438,11 @@ def test_a_run_types_each_repeated_message_once(monkeypatch: pytest.MonkeyPatch)
     first = texts[: len(texts) // 2]
     first = first + first[::3]  # a third of them twice: those are kept
     second = first[::-1] + texts[len(texts) // 2 :][:50]
-    calls: list[int] = []
-    message_columns = pipeline.match.message_columns
-
-    def counting(messages: Any) -> Any:
-        calls.append(len(messages))
-        return message_columns(messages)
-
-    monkeypatch.setattr(pipeline.match, "message_columns", counting)
-    memo = pipeline.match.MessageMemo()
+    message_columns = pipeline.match.message_columns  # the patterns, uncounted
+    calls = _count_typing(monkeypatch)
+    memo = pipeline.match.MessageMemo(HIGH_VOLUME_KINDS)
     for batch in (first, second):
-        got = memo.tables(pl.Series(batch, dtype=pl.String), HIGH_VOLUME_KINDS)
+        got = memo.tables(pl.Series(batch, dtype=pl.String))
         want = message_columns(pl.Series(batch, dtype=pl.String)).tables
         assert sorted(got) == sorted(want)
         for kind, table in want.items():

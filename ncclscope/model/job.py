@@ -211,6 +211,14 @@ class Job:
         for group in self._by_kind.values():
             yield from group
 
+    def printed_records(self) -> Iterator[Record]:
+        """``records_by_kind`` and the last record of each summarised kind's slot (the last
+        collective call of each process and communicator): what a question about what was
+        printed last, or when, must see."""
+        yield from self.records_by_kind()
+        for summ in self.summaries.values():
+            yield from (rec for rec in summ.last.values() if rec is not None)
+
 
 class JobBuilder:
     """Streams records into a :class:`Job`.

@@ -520,12 +520,14 @@ class MessageMemo:
     columns (collective calls, allocations: one line each), and those no pattern took (Lark's
     then, each time, which memoises its own results)."""
 
-    def __init__(self) -> None:
+    def __init__(self, columns: frozenset[str]) -> None:
+        #: the kinds read as columns (one line each): never kept
+        self.columns = columns
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
 
-    def tables(self, messages: pl.Series, high_volume: frozenset[str]) -> dict[str, pl.DataFrame]:
+    def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
         """What ``message_columns(messages).tables`` gives, typing only the messages this run
         has not kept."""
         frame = pl.DataFrame({"msg": messages.cast(pl.String)}).with_row_index("row")
@@ -538,16 +540,14 @@ class MessageMemo:
                 # the table's rows are positions in ``new``: back to the batch's rows
                 table = table.with_columns(new.get_column("row").gather(table.get_column("row")))
                 tables.setdefault(kind, []).append(table)
-            self._keep(new, typed, high_volume)
+            self._keep(new, typed)
         kept = known.filter(pl.col("kind").is_not_null())
         for (kind,), part in kept.partition_by("kind", as_dict=True).items():
             rows = self.store[str(kind)][part.get_column("slot")]
             tables.setdefault(str(kind), []).append(rows.insert_column(0, part.get_column("row")))
         return {kind: pl.concat(parts).sort("row") for kind, parts in tables.items()}
 
-    def _keep(
-        self, new: pl.DataFrame, typed: dict[str, pl.DataFrame], high_volume: frozenset[str]
-    ) -> None:
+    def _keep(self, new: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> None:
         """Keep the new messages that repeated in their batch: each kind's typed row (of the
         message's first line), and the texts no pattern took."""
         # positions in ``new`` (what the typed tables' rows are) of the messages that repeated
@@ -561,7 +561,7 @@ class MessageMemo:
             if not mine.height:
                 continue
             taken.append(mine.select("msg"))
-            if kind in high_volume:
+            if kind in self.columns:
                 continue
             first = mine.unique("msg", keep="first", maintain_order=True)
             held = self.store.get(kind)

@@ -132,7 +132,7 @@ def parse_segments(
     going with the job's other inputs)."""
     pack: list[Segment | Step] = []
     size = 0
-    memo = match.MessageMemo()
+    memo = match.MessageMemo(HIGH_VOLUME_KINDS)
     for item in segments:
         if isinstance(item, Segment):
             n = _length(item.lines)
@@ -356,7 +356,7 @@ def _columnar(
     cand = cand.filter(pl.col("ok"))
     base = cand.drop("ok", "msg").with_row_index("row")
     messages = cand.get_column("msg")
-    tables = memo.tables(messages, HIGH_VOLUME_KINDS)
+    tables = memo.tables(messages)
     sources = [seg.source for seg in pack]
     records: list[Record] = []
     claimed: list[pl.DataFrame] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 
 from ncclscope.model.job import Job
@@ -89,8 +88,7 @@ def _last_lines(job: Job) -> dict[str, int]:
     """The last line of each source that holds a stored record or the last of a summarised
     kind's slot (a collective call after the COMPLETE says the log went on)."""
     out: dict[str, int] = {}
-    last = (r for summ in job.summaries.values() for r in summ.last.values() if r is not None)
-    for rec in itertools.chain(job.records_by_kind(), last):
+    for rec in job.printed_records():
         if rec.line > out.get(rec.source, 0):
             out[rec.source] = rec.line
     return out

@@ -206,11 +206,9 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
         msg += f" (and {len(whys) - 3} more)"
     msg += "."
     timed = [k for k in kills if k.at]
-    # what was printed: the stored records, and the last of each summarised kind's slots (the
-    # last collective call of each process and communicator: a job that ran its collectives
-    # until the kill did not hang before it)
-    printed = [*job.records_by_kind()]
-    printed += [r for summ in job.summaries.values() for r in summ.last.values() if r is not None]
+    # a job that ran its collectives until the kill did not hang before it: the last call of
+    # each process and communicator counts as printed
+    printed = list(job.printed_records())
     for k in timed:
         at = _stamps(k.at)
         # what was printed before the kill: lines above it in its own file, and the lines of
