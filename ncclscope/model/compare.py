@@ -191,11 +191,26 @@ def outliers(job: Job) -> list[Outlier]:
         values = {h: get(p) for h, p in profiles.items()}
         out += _odd(fact, "", values, profiles, key, subset_is_same=fact not in _ONE_LINE)
     setters = {h: p for h, p in profiles.items() if p.settings}
-    for name in sorted({n for p in setters.values() for n in p.settings}):
-        settings: dict[str, frozenset[str] | None] = {
-            h: frozenset(p.settings[name]) if name in p.settings else frozenset({"not set"})
-            for h, p in setters.items()
-        }
+    set_by: dict[str, dict[str, frozenset[str]]] = {}
+    for h, p in setters.items():
+        for name, printed in p.settings.items():
+            set_by.setdefault(name, {})[h] = frozenset(printed)
+    for name in sorted(set_by):
+        hosts = set_by[name]
+        unset = len(setters) - len(hosts)
+        if len(setters) >= 3 and unset >= 2 and unset * 2 > len(setters):
+            # most hosts leave it unset, the majority _odd would find: the hosts that set it are
+            # the outliers, found without a value for every host (a big job's hosts times its
+            # settings)
+            out += [
+                Outlier(
+                    h, "setting", name, _set(v), _set(_NOT_SET), unset, _line(profiles, h, name)
+                )
+                for h, v in sorted(hosts.items())
+                if v != _NOT_SET
+            ]
+            continue
+        settings: dict[str, frozenset[str] | None] = {h: hosts.get(h, _NOT_SET) for h in setters}
         out += _odd("setting", name, settings, profiles, f"settings:{name}")
     timed = {h: p.init_seconds for h, p in profiles.items() if p.init_seconds is not None}
     if len(timed) >= 3:
@@ -216,6 +231,13 @@ def outliers(job: Job) -> list[Outlier]:
                 )
     out.sort(key=Outlier.sort_key)
     return out
+
+
+_NOT_SET = frozenset({"not set"})
+
+
+def _line(profiles: dict[str, Profile], host: str, name: str) -> Record | None:
+    return profiles[host].evidence.get(f"settings:{name}")
 
 
 def _odd(
