@@ -185,27 +185,26 @@ class _LastRows:
 
 class _ThreadLines:
     """The lines of each thread of a frame, computed on demand (only when an error chain is
-    open)."""
+    open): the rows are cut by thread once, on the first question, rather than joined and
+    grouped for each thread asked about (a batch of the 100 MB init-heavy log asked about ~750
+    threads, one at a time)."""
 
     def __init__(self, source: str, rows: pl.DataFrame) -> None:
         self.source = source
         self.rows = rows
+        self._by_thread: dict[ThreadKey, pl.Series] | None = None
 
     def __call__(self, threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
-        out: dict[ThreadKey, list[int]] = {}
         mine = [t for t in threads if t[0] == self.source]
         if not mine:
-            return out
-        wanted = pl.DataFrame(
-            [t[1:] for t in mine],
-            schema={"host": pl.String, "pid": pl.Int64, "tid": pl.Int64},
-            orient="row",
-        )
-        grouped = (
-            self.rows.join(wanted, on=["host", "pid", "tid"], nulls_equal=True)
-            .group_by(["host", "pid", "tid"])
-            .agg(pl.col("line").sort())
-        )
-        for host, pid, tid, lines in grouped.iter_rows():
-            out[(self.source, host, pid, tid)] = list(lines)
-        return out
+            return {}
+        if self._by_thread is None:
+            parts = self.rows.sort("line").partition_by(
+                ["host", "pid", "tid"], as_dict=True, include_key=False
+            )
+            self._by_thread = {
+                (self.source, host, pid, tid): part.get_column("line")
+                for (host, pid, tid), part in parts.items()
+            }
+        by_thread = self._by_thread
+        return {t: by_thread[t].to_list() for t in mine if t in by_thread}
