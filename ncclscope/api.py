@@ -106,7 +106,7 @@ def build(
     for seg, (records, frames) in parse_segments(logs(), parser, collapse=True):
         if progress is not None and seg.meter is not None:
             progress(seg.source, seg.meter)
-        builder.add_batch(records, [bulk_of(f, seg.source) for f in frames])
+        builder.add_batch(records, [bulk_of(f, seg.source) for f in frames], collapsed=True)
     for art in artifacts:
         # one unreadable artifact is reported, and the rest of the job is still read
         for rec in art.read.records if art.read is not None else ():

@@ -274,11 +274,13 @@ class JobBuilder:
         self._process(rec, lines)
         self._chain(rec, thread)
 
-    def add_batch(self, records: list[Record], bulks: list[Bulk]) -> None:
+    def add_batch(self, records: list[Record], bulks: list[Bulk], collapsed: bool = False) -> None:
         """Records of one batch of one source, in order, and the bulk rows typed alongside them:
         the model is the one ``add`` gives for all of them in line order, a connection's
-        lines on several channels read as one record (ncclscope.model.collapse)."""
-        records = collapse_connections(records, self._summarised)
+        lines on several channels read as one record (ncclscope.model.collapse; ``collapsed``:
+        the records already are, as ``parse_segments(..., collapse=True)`` gives them)."""
+        if not collapsed:
+            records = collapse_connections(records, self._summarised)
         if not bulks:
             for rec in records:
                 self.add(rec)

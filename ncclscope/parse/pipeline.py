@@ -34,7 +34,7 @@ from typing import Any, Final, cast
 
 import polars as pl
 
-from ncclscope.model.collapse import PER_LINE
+from ncclscope.model.collapse import PER_LINE, collapse_connections
 from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records import KINDS
@@ -124,8 +124,10 @@ def parse_segments(
     they are accounted for exactly.
 
     ``collapse``: for the job model, the lines of one connection on several channels come as one
-    record (ncclscope.model.collapse), built once from the patterns' rows; the job builder
-    gathers what is left (the lark engine's lines, a line the patterns leave to Lark).
+    record (ncclscope.model.collapse), built once from the patterns' rows; the lines Lark read
+    (the lark engine's, a line the patterns leave to Lark) are gathered with them by the
+    model's reading, only in a batch that has any, so the job builder is given each batch as it
+    keeps it (``JobBuilder.add_batch(..., collapsed=True)``).
 
     ``contain``: a parser error costs the segment it is met in, not the run: its input's
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
@@ -212,6 +214,8 @@ def _read_pack(
         records: list[Record] = []
         for ln in _as_lines(seg.lines):
             records.extend(parser.parse_line(seg.source, ln.number, ln.text, seg.stats, ln.cut))
+        if collapse:
+            records = collapse_connections(records, HIGH_VOLUME_KINDS)
         batches.append((records, []))
     return batches
 
@@ -399,6 +403,8 @@ def _columnar(
         records.extend(
             _line_path(seg.lines, part.get_column("j").to_list(), seg.source, seg.stats, parser)
         )
+    # connections Lark read (a line whose envelope or message the patterns leave to it)
+    lark_connections = collapse and any(isinstance(r, Connection) for r in records)
     if connections is not None:
         records.extend(_connection_groups(connections, records, sources))
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
@@ -407,6 +413,9 @@ def _columnar(
     if claimed or typed:
         for got, _frames in out:
             got.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
+    if lark_connections:
+        # they may be lines of the patterns' connections: the model's reading gathers them
+        out = [(collapse_connections(got, HIGH_VOLUME_KINDS), frames) for got, frames in out]
     return out
 
 
@@ -487,14 +496,14 @@ def _connection_groups(
     records in 13 of 34 s CPU."""
     if rows.height < 2:
         return _records(Connection, rows, sources)
-    # where runs end: the lines of the process's other records (a null host or pid is a value);
-    # a pack's inputs never share a name
+    # where runs end: the lines of the process's other records (a null host or pid is a value),
+    # but for the summarised kinds', as in the model's reading; a pack's inputs never share a name
     segment = {name: k for k, name in enumerate(sources)}
     ends = pl.DataFrame(
         [
             (segment[r.source], r.line, r.host, r.pid)
             for r in others
-            if not isinstance(r, Connection)
+            if not isinstance(r, Connection) and r.KIND not in HIGH_VOLUME_KINDS
         ],
         schema={"src": pl.Int64, "line": pl.Int64, "_host": pl.String, "_pid": pl.Int64},
         orient="row",
