@@ -127,3 +127,45 @@ def test_cli_errors_are_one_line() -> None:
     assert out.exit_code == 2 and out.output.count("\n") == 1
     out = runner.invoke(main, ["diff", "/nonexistent/good.log", str(GOOD)])
     assert out.exit_code == 2 and "Traceback" not in out.output
+
+
+def test_settings_outliers_are_the_majoritys_whether_or_not_most_hosts_set_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A setting most hosts leave unset is read without a value per host (a big job has
+    thousands of hosts and hundreds of settings); the outliers are the ones the whole table
+    gives. The settings are plain values here: what is tested is the reading of the table."""
+    from ncclscope.model import compare
+    from ncclscope.model.profile import Profile
+
+    printed = {
+        "NCCL_DEBUG": {h: "INFO" for h in "abcde"},
+        "NCCL_SOCKET_IFNAME": {"a": "eth0", "b": "eth0", "c": "eth0", "d": "eth0", "e": "ib0"},
+        "NCCL_IB_HCA": {"c": "mlx5_0"},
+        "NCCL_ALGO": {"a": "Ring", "b": "Ring"},
+        "NCCL_PROTO": {"a": "LL", "b": "Simple", "c": "LL"},
+        "NCCL_NET": {"a": "IB", "b": "Socket"},
+    }
+    profiles = {h: Profile(h) for h in "abcdef"}  # f sets nothing: not a setter
+    for name, by_host in printed.items():
+        for host, value in by_host.items():
+            profiles[host].settings[name] = {value}
+    monkeypatch.setattr(compare, "host_profiles", lambda job: profiles)
+
+    setters = {h: p for h, p in profiles.items() if p.settings}
+    want = []
+    for name in sorted(printed):
+        table: dict[str, frozenset[str] | None] = {
+            h: frozenset(p.settings.get(name, {"not set"})) for h, p in setters.items()
+        }
+        want += compare._odd("setting", name, table, profiles, f"settings:{name}")
+    got = [o for o in compare.outliers(api.build([])[0]) if o.fact == "setting"]
+    assert sorted(got, key=compare.Outlier.sort_key) == sorted(want, key=compare.Outlier.sort_key)
+    assert {(o.detail, o.host) for o in got} == {
+        ("NCCL_SOCKET_IFNAME", "e"),
+        ("NCCL_IB_HCA", "c"),
+        ("NCCL_ALGO", "a"),
+        ("NCCL_ALGO", "b"),
+        ("NCCL_NET", "a"),
+        ("NCCL_NET", "b"),
+    }
