@@ -204,7 +204,13 @@ def outliers(job: Job) -> list[Outlier]:
             # settings)
             out += [
                 Outlier(
-                    h, "setting", name, _set(v), _set(_NOT_SET), unset, _line(profiles, h, name)
+                    h,
+                    "setting",
+                    name,
+                    _set(v),
+                    _set(_NOT_SET),
+                    unset,
+                    profiles[h].evidence.get(f"settings:{name}"),
                 )
                 for h, v in sorted(hosts.items())
                 if v != _NOT_SET
@@ -234,10 +240,6 @@ def outliers(job: Job) -> list[Outlier]:
 
 
 _NOT_SET = frozenset({"not set"})
-
-
-def _line(profiles: dict[str, Profile], host: str, name: str) -> Record | None:
-    return profiles[host].evidence.get(f"settings:{name}")
 
 
 def _odd(
