@@ -478,3 +478,64 @@ def test_a_collective_call_lark_reads_does_not_end_a_connections_run() -> None:
     assert [(cls, r["line"], r.get("more_lines")) for cls, r in model] == [
         ("ConnectionGroup", 1, [3])
     ]
+
+
+def _frames(data: bytes) -> list[Any]:
+    st = SourceStats("t")
+    batches = iter_batches(io.BytesIO(data), "t", st.damaged)
+    return [
+        f
+        for _recs, frames in pipeline.parse_batches(batches, "t", st, LineParser())
+        for f in frames
+    ]
+
+
+def test_frames_write_the_jsonl_and_parquet_rows_of_their_records(
+    synthetic: dict[str, Path],
+) -> None:
+    """A summarised kind stays columns from the patterns to jsonl and Parquet: what the frames
+    write is what their rows built into records write, line for line (floats as json writes
+    them, a tuple of texts as a list). Fixture L02 (NCCL_DEBUG_SUBSYS=ALL) prints every kind
+    the pipeline keeps as frames: collective calls, tuning choices (the old format's ``time``
+    is a float), allocations (``timing`` is a tuple of texts) and proxy events."""
+    from ncclscope.export.rows import batch_tables
+    from ncclscope.parse.frames import jsonl_rows
+
+    long = Path(__file__).resolve().parent.parent / "fixtures/real/long"
+    logs = [next(long.glob("L02-*.log")), synthetic["init"]]
+    kinds = set()
+    for log in logs:
+        for frame in _frames(log.read_bytes()):
+            kinds.add(frame.cls.KIND)
+            built = frame.records("t")
+            got = jsonl_rows(frame, "t", with_text=True).get_column("json").to_list()
+            assert got == [jsonl_line(record_to_dict(r, with_text=True)) + "\n" for r in built]
+            columns, records = (
+                batch_tables([], [frame], "j", "t"),
+                batch_tables(built, [], "j", "t"),
+            )
+            assert sorted(columns) == sorted(records)
+            for name, table in columns.items():
+                assert table.equals(records[name]), (frame.cls.KIND, name)
+    assert kinds == set(HIGH_VOLUME_KINDS) - {"coll_plan", "api_call"}
+
+
+def test_json_of_a_frame_float_is_the_json_of_the_python_float() -> None:
+    """polars writes 1e-05 as 0.00001 and 2.5e-07 as 2.5e-7; a frame's JSON must be json's."""
+    from ncclscope.export.rows import batch_tables
+    from ncclscope.model.records.topology import TuningChoice
+    from ncclscope.parse.frames import KindFrame, jsonl_rows
+
+    line = "h:1:2 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo 1 proto 2 time {}\n"
+    times = ["25.400000", "0.000010", "0.00000025", "100000000000000000.0", "-1.000000"]
+    frames = _frames("".join(line.format(t) for t in times).encode())
+    assert [f.cls for f in frames] == [TuningChoice]
+    frame: KindFrame = frames[0]
+    got = jsonl_rows(frame, "t", with_text=False).get_column("json").to_list()
+    assert got == [jsonl_line(record_to_dict(r)) + "\n" for r in frame.records("t")]
+    assert [r.time for r in frame.records("t")] == [float(t) for t in times]
+    columns, records = (
+        batch_tables([], [frame], "j", "t"),
+        batch_tables(frame.records("t"), [], "j", "t"),
+    )
+    assert columns["records"].equals(records["records"])

@@ -32,7 +32,7 @@ from ncclscope.model.records.topology import (
     Trees,
 )
 from ncclscope.model.views import transport_class
-from ncclscope.parse.frames import ENVELOPE, KindFrame, own_fields
+from ncclscope.parse.frames import ENVELOPE, KindFrame, json_object, own_fields
 
 Row = dict[str, Any]
 
@@ -258,7 +258,7 @@ def rows_of_frames(frames: list[KindFrame], job_id: str, source: str) -> dict[st
                 pl.col("level"),
                 *proc,
                 *[pl.col(c) for c in ENVELOPE if c not in ("host", "pid")],
-                pl.struct([pl.col(c) for c in own]).struct.json_encode().alias("fields"),
+                json_object(rows, own).alias("fields"),
                 pl.col("text"),
             )
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -67,33 +68,73 @@ class KindFrame:
         table = table.select("line", "text", "level", *ENVELOPE, *own)
         n_env = len(ENVELOPE)
         cls = self.cls
+        # a list column holds a tuple field (an allocation's timings)
+        lists = {c for c in own if isinstance(table.schema[c], pl.List)}
         out = []
         for row in table.iter_rows():
             env = {k: v for k, v in zip(ENVELOPE, row[3 : 3 + n_env], strict=True) if v is not None}
-            fields = {k: v for k, v in zip(own, row[3 + n_env :], strict=True) if v is not None}
+            fields: dict[str, Any] = {
+                k: tuple(v) if k in lists else v
+                for k, v in zip(own, row[3 + n_env :], strict=True)
+                if v is not None
+            }
             out.append(
                 cls(source=source, line=row[0], text=row[1], level=Level(row[2]), **env, **fields)
             )
         return out
 
 
-def _json_value(col: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    """A column's values as ``json.dumps`` writes them. Frames hold printable ASCII only, so a
-    string needs only its backslashes and quotes escaped."""
+def _json_string(col: pl.Expr) -> pl.Expr:
+    """Texts as ``json.dumps`` writes them. Frames hold printable ASCII only, so a text needs
+    only its backslashes and quotes escaped."""
+    escaped = col.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
+        '"', '\\"', literal=True
+    )
+    return pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
+
+
+def _json_value(rows: pl.DataFrame, name: str, compact: bool = False) -> pl.Expr:
+    """A column's values as ``json.dumps`` writes them (``compact``: with the separators
+    ``,`` and ``:``). A float is written by ``json`` itself, once per distinct value: polars
+    writes 1e-05 as 0.00001."""
+    col = pl.col(name)
+    dtype = rows.schema[name]
     if dtype == pl.String:
-        escaped = col.str.replace_all("\\", "\\\\", literal=True).str.replace_all(
-            '"', '\\"', literal=True
-        )
-        text = pl.concat_str([pl.lit('"'), escaped, pl.lit('"')])
+        text = _json_string(col)
     elif dtype == pl.Null:
         return pl.lit("null")
     elif dtype == pl.Boolean:
         text = pl.when(col).then(pl.lit("true")).otherwise(pl.lit("false"))
     elif dtype.is_integer():
         text = col.cast(pl.String)
+    elif dtype == pl.Float64:
+        values = rows.get_column(name).drop_nulls().unique()
+        text = col.replace_strict(
+            values, [json.dumps(v) for v in values.to_list()], return_dtype=pl.String
+        )
+    elif dtype == pl.List(pl.String):
+        items = col.list.eval(_json_string(pl.element())).list.join("," if compact else ", ")
+        text = pl.concat_str([pl.lit("["), items, pl.lit("]")])
     else:
         raise TypeError(f"no JSON form for {dtype} in a frame")
     return pl.when(col.is_null()).then(pl.lit("null")).otherwise(text)
+
+
+def json_object(rows: pl.DataFrame, names: Iterable[str]) -> pl.Expr:
+    """These columns as one JSON object per row, as ``json.dumps(..., separators=(",", ":"))``
+    writes the dict of them: the Parquet `fields` of a frame's records."""
+    names = list(names)
+    if not names:
+        return pl.lit("{}")
+    if all(rows.schema[n] != pl.Float64 for n in names):
+        # polars writes ints, printable ASCII texts, lists of them and nulls as json does, in
+        # half the time of the pieces below (a COLL-heavy export writes a row per call)
+        return pl.struct([pl.col(n) for n in names]).struct.json_encode()
+    pieces: list[pl.Expr] = [pl.lit("{")]
+    for i, name in enumerate(names):
+        pieces += [pl.lit(f'{"," if i else ""}"{name}":'), _json_value(rows, name, compact=True)]
+    pieces.append(pl.lit("}"))
+    return pl.concat_str(pieces)
 
 
 def jsonl_rows(frame: KindFrame, source: str, with_text: bool) -> pl.DataFrame:
@@ -101,7 +142,6 @@ def jsonl_rows(frame: KindFrame, source: str, with_text: bool) -> pl.DataFrame:
     the text ``jsonl_line(record_to_dict(rec, with_text))`` gives for each (docs/contracts.md),
     in its key order."""
     rows = frame.rows
-    schema = rows.schema
     # the source as the line path writes it (line breakers escaped), without the closing brace
     head = jsonl_line({"source": source})[:-1]
     pieces: list[pl.Expr] = [
@@ -111,18 +151,18 @@ def jsonl_rows(frame: KindFrame, source: str, with_text: bool) -> pl.DataFrame:
         pl.lit(f', "kind": "{frame.cls.KIND}"'),
     ]
     for name in JSONL_ALWAYS:
-        pieces += [pl.lit(f', "{name}": '), _json_value(pl.col(name), schema[name])]
+        pieces += [pl.lit(f', "{name}": '), _json_value(rows, name)]
     for name in JSONL_WHEN_PRESENT:
         col = pl.col(name)
         pieces.append(
             pl.when(col.is_null())
             .then(pl.lit(""))
-            .otherwise(pl.concat_str([pl.lit(f', "{name}": '), _json_value(col, schema[name])]))
+            .otherwise(pl.concat_str([pl.lit(f', "{name}": '), _json_value(rows, name)]))
         )
     for name in own_fields(frame.cls):
-        pieces += [pl.lit(f', "{name}": '), _json_value(pl.col(name), schema[name])]
+        pieces += [pl.lit(f', "{name}": '), _json_value(rows, name)]
     if with_text:
-        pieces += [pl.lit(', "text": '), _json_value(pl.col("text"), schema["text"])]
+        pieces += [pl.lit(', "text": '), _json_value(rows, "text")]
     pieces.append(pl.lit("}\n"))
     return rows.select("line", pl.concat_str(pieces).alias("json"))
 

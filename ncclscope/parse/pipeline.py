@@ -46,7 +46,14 @@ from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fie
 from ncclscope.parse.grammar import Markers
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
-from ncclscope.parse.transform import as_int, as_str, field_specs, plain_record, type_hints
+from ncclscope.parse.transform import (
+    as_float,
+    as_int,
+    as_str,
+    field_specs,
+    plain_record,
+    type_hints,
+)
 
 #: lines per batch when lines come one at a time: large enough that polars' per-call cost
 #: vanishes, small enough to bound memory. 65,536 was tried: re-measured four rounds against
@@ -628,17 +635,34 @@ def _line_of(rec: Record) -> int:
 
 def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
     """The rows as a frame (``src`` kept, to be cut by segment), where the consumers read it as
-    columns: a summarised kind (one line per collective or allocation) whose record is its text
-    and integer fields."""
+    columns: a summarised kind (one line per collective, tuning choice or allocation) whose
+    record is its text, integer and float fields and tuples of texts."""
     if cls.KIND not in HIGH_VOLUME_KINDS or not plain_record(cls):
         return None
     specs = field_specs(cls)
     columns: list[pl.Expr] = []
     for name in own_fields(cls):
-        _is_tuple, coerce = specs[name]
+        is_tuple, coerce = specs[name]
         dtype = _FRAME_TYPES.get(coerce)
         default = _default(cls, name)
-        if _is_tuple or dtype is None or not (default is None or isinstance(default, int | str)):
+        if is_tuple:
+            # a tuple of texts (an allocation's timings) is a list column, () where not printed
+            if coerce is not as_str or default != ():
+                return None
+            dtype = pl.List(pl.String)
+            if name not in rows.columns or rows.schema[name] == pl.Null:
+                columns.append(pl.lit([], dtype=dtype).alias(name))
+            elif rows.schema[name] == dtype:
+                columns.append(
+                    pl.when(pl.col(name).is_null())
+                    .then(pl.lit([], dtype=dtype))
+                    .otherwise(pl.col(name))
+                    .alias(name)
+                )
+            else:
+                return None
+            continue
+        if dtype is None or not (default is None or isinstance(default, int | str)):
             return None
         if name not in rows.columns:
             columns.append(pl.lit(default, dtype=dtype).alias(name))
@@ -662,7 +686,7 @@ def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
 
 
 #: the coercions a frame column holds as it is
-_FRAME_TYPES: Final[dict[Any, Any]] = {as_int: pl.Int64, as_str: pl.String}
+_FRAME_TYPES: Final[dict[Any, Any]] = {as_int: pl.Int64, as_str: pl.String, as_float: pl.Float64}
 
 
 def _default(cls: type[Record], name: str) -> Any:
