@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import zstandard
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ncclscope.cli import main
@@ -785,15 +785,28 @@ def test_parse_text_and_parse_path_agree_on_damage(tmp_path: Path) -> None:
 _PIECES = [b"NCCL INFO x", b"\n", b"\r\n", b"\r", b" ", b"\xc3\xa9", b"\xff", b"\x00", b"ab" * 5]
 
 
-def _read_all(data: bytes, batches: bool, chunk: int, cap: int) -> tuple[list[Line], Damage]:
+def _read_all(
+    data: bytes, batches: bool, chunk: int, cap: int, chars: int | None = None
+) -> tuple[list[Line], Damage]:
     damage = Damage()
-    limits = Limits(max_line_bytes=cap, max_parse_chars=cap)
+    # the first read is the sniffed head: as small as the chunks, so that chunks are met
+    limits = Limits(max_line_bytes=cap, max_parse_chars=cap, sniff_bytes=chunk)
     old = (reader._CHUNK, reader.TEXT_BATCHES)
     reader._CHUNK, reader.TEXT_BATCHES = chunk, batches
     try:
         out: list[Line] = []
-        for item in reader.iter_batches(io.BytesIO(data), "s", damage, limits, size=5, offset=3):
-            out.extend(item.lines() if isinstance(item, reader.TextBatch) else item)
+        for item in reader.iter_batches(
+            io.BytesIO(data), "s", damage, limits, size=5, offset=3, chars=chars
+        ):
+            if isinstance(item, reader.TextBatch):
+                assert 0 < len(item.texts) <= 5
+                if chars is not None:
+                    # a batch ends at the read (a chunk's whole lines, or one line) that takes
+                    # it to ``chars``: what it held before that read is under the budget
+                    assert sum(map(len, item.texts)) < chars + max(chunk, cap)
+                out.extend(item.lines())
+            else:
+                out.extend(item)
     finally:
         reader._CHUNK, reader.TEXT_BATCHES = old
     return out, damage
@@ -804,12 +817,15 @@ def _read_all(data: bytes, batches: bool, chunk: int, cap: int) -> tuple[list[Li
     st.lists(st.sampled_from(_PIECES), max_size=60),
     st.integers(1, 40),
     st.integers(4, 30),
+    st.none() | st.integers(1, 60),
 )
+# lines read one at a time (every chunk ends inside a line) join a batch to its budget too
+@example(parts=[b"NCCL INFO x", b"\n"] * 12, chunk=1, cap=30, chars=1)
 def test_text_batches_give_the_lines_of_the_line_path(
-    parts: list[bytes], chunk: int, cap: int
+    parts: list[bytes], chunk: int, cap: int, chars: int | None
 ) -> None:
     data = b"".join(parts)
-    with_batches, dmg_a = _read_all(data, True, chunk, cap)
+    with_batches, dmg_a = _read_all(data, True, chunk, cap, chars)
     without, dmg_b = _read_all(data, False, chunk, cap)
     assert with_batches == without
     assert dmg_a == dmg_b

@@ -46,7 +46,7 @@ from ncclscope.model.views import views
 from ncclscope.parse.frames import KindFrame
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.pipeline import BATCH_LINES, Segment, Step
+from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, Step
 from ncclscope.parse.reader import Damage, ReadMeter, iter_batches
 from ncclscope.parse.stream import Progress
 
@@ -492,7 +492,12 @@ class JobExport:
     ) -> Iterator[Segment]:
         """A log's batches as segments, each with how far the input has been read."""
         lines = iter_batches(
-            cast(BinaryIO, reader), source, stats.damaged, self.parser.limits, BATCH_LINES
+            cast(BinaryIO, reader),
+            source,
+            stats.damaged,
+            self.parser.limits,
+            BATCH_LINES,
+            chars=BATCH_CHARS,
         )
         meter = ReadMeter(0, size)
         for batch in lines:

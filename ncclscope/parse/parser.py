@@ -477,22 +477,22 @@ def parse_path(
     Damage (cut lines, invalid bytes, an early end, a capped decompression) is noted in
     ``stats.damaged``; only a path that cannot be opened raises (InputError).
     """
-    from ncclscope.parse.pipeline import BATCH_LINES, batch_records
+    from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, batch_records
 
     name = source or (STDIN if os.fspath(path) == STDIN else os.fspath(path))
     st = stats if stats is not None else SourceStats(name)
     lim = limits or (parser.limits if parser is not None else None)
     lp = parser or LineParser(limits=lim)
     with open_input(path, lim, st.damaged) as stream:
-        lines = iter_batches(stream, name, st.damaged, lim, BATCH_LINES)
+        lines = iter_batches(stream, name, st.damaged, lim, BATCH_LINES, chars=BATCH_CHARS)
         yield from batch_records(lines, name, st, lp)
 
 
 def parse_text(text: str, source: str = "<text>", stats: SourceStats | None = None) -> list[Record]:
     """Records of a log held in a string (tests, notebooks), read as a file would be."""
     st = stats if stats is not None else SourceStats(source)
-    from ncclscope.parse.pipeline import BATCH_LINES, batch_records
+    from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, batch_records
 
     data = io.BytesIO(text.encode("utf-8", errors="surrogatepass"))
-    lines = iter_batches(data, source, st.damaged, None, BATCH_LINES)
+    lines = iter_batches(data, source, st.damaged, None, BATCH_LINES, chars=BATCH_CHARS)
     return list(batch_records(lines, source, st, LineParser()))

@@ -55,11 +55,14 @@ from ncclscope.parse.transform import (
     type_hints,
 )
 
-#: lines per batch when lines come one at a time: large enough that polars' per-call cost
-#: vanishes, small enough to bound memory. 65,536 was tried: re-measured four rounds against
-#: this in alternation, the peak RSS was the same (COLL-heavy 100 MB diagnose ~360 MB either
-#: way, the bigjob log ~485 MB, init-heavy 100 MB ~455 MB) and the init logs took 5-10% more CPU.
+#: lines per batch at most: large enough that polars' per-call cost vanishes (a batch costs
+#: ~0.15 s of fixed polars work on init-heavy logs).
 BATCH_LINES: Final = 131072
+#: characters per batch at most (the reader ends a batch at the chunk that crosses it): a
+#: batch's polars work holds ~15x its text at its peak, and the allocators keep that for the
+#: next batch, so the peak RSS of a streamed input follows the batch's text, not its lines.
+#: COLL-heavy lines are ~200 characters: 131,072 of them (26 MB) peaked at 540 MB in diagnose.
+BATCH_CHARS: Final = 6 << 20
 
 # The LEVEL terminal (grammar/nccl.lark) in polars' dialect: the same words and boundary.
 _LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
@@ -119,11 +122,11 @@ def parse_segments(
     A run types a message once (match.MessageMemo): the messages that repeat in a batch, as a
     big job's init messages do across ranks, are not typed again in the batches after it.
 
-    Consecutive segments of different inputs are typed together, up to BATCH_LINES lines: the
-    pipeline's polars queries cost about as much for one line as for thousands, and a big job
-    often writes one small log per rank (torchrun's ``--log-dir``, Slurm's ``%t``). An input's
-    own batches are never packed together, so each input is read in the batches it would be
-    read in alone.
+    Consecutive segments of different inputs are typed together, up to BATCH_LINES lines and
+    BATCH_CHARS characters: the pipeline's polars queries cost about as much for one line as
+    for thousands, and a big job often writes one small log per rank (torchrun's
+    ``--log-dir``, Slurm's ``%t``). An input's own batches are never packed together, so each
+    input is read in the batches it would be read in alone.
 
     ``kinds``: only the patterns' rows of these kinds become records or frames (the others are
     counted, not built: ``parse --stats`` wants no record, ``parse --kind`` a few kinds); None:
@@ -140,15 +143,18 @@ def parse_segments(
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
     going with the job's other inputs)."""
     pack: list[Segment | Step] = []
-    size = 0
+    size = chars = 0
     memo = match.MessageMemo(HIGH_VOLUME_KINDS)
     for item in segments:
         if isinstance(item, Segment):
-            n = _length(item.lines)
-            if size and (size + n > BATCH_LINES or _holds(pack, item.source)):
+            n, c = _length(item.lines), _chars(item.lines)
+            if size and (
+                size + n > BATCH_LINES or chars + c > BATCH_CHARS or _holds(pack, item.source)
+            ):
                 yield from _parse_pack(pack, parser, kinds, collapse, contain, memo)
-                pack, size = [], 0
+                pack, size, chars = [], 0, 0
             size += n
+            chars += c
         pack.append(item)
     if pack:
         yield from _parse_pack(pack, parser, kinds, collapse, contain, memo)
@@ -428,6 +434,11 @@ def _columnar(
 
 def _length(lines: Lines) -> int:
     return len(lines.texts) if isinstance(lines, TextBatch) else len(lines)
+
+
+def _chars(lines: Lines) -> int:
+    texts = lines.texts if isinstance(lines, TextBatch) else (ln.text for ln in lines)
+    return sum(map(len, texts))
 
 
 def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:

@@ -527,11 +527,16 @@ def iter_batches(
     limits: Limits | None = None,
     size: int = 8192,
     offset: int = 0,
+    chars: int | None = None,
 ) -> Iterator[TextBatch | list[Line]]:
     """The lines of ``iter_lines`` in batches of about ``size``, in order: runs of plain lines as
     text batches (no ``Line`` made for them), the others as lists of lines. ``offset`` is added
-    to every line number (a byte range of a file that starts after line ``offset``)."""
+    to every line number (a byte range of a file that starts after line ``offset``).
+
+    ``chars``: a text batch also ends once it holds that many characters, at the end of the
+    chunk read that crossed it (so a batch of long lines is not ``size`` times their width)."""
     texts: list[str] = []
+    held = 0
     first = 0
     lines: list[Line] = []
     for item in iter_text(stream, source, damage, limits):
@@ -542,22 +547,29 @@ def iter_batches(
             if not texts:
                 first = item.first + offset
             texts.extend(item.texts)
+            held += sum(map(len, item.texts))
             while len(texts) >= size:
                 yield TextBatch(first, texts[:size])
                 first += size
                 texts = texts[size:]
+                held = sum(map(len, texts))
+            if chars is not None and held >= chars:
+                yield TextBatch(first, texts)
+                first += len(texts)
+                texts, held = [], 0
         elif not item.cut and (texts or not lines):
             # a whole line read on its own (the one a chunk boundary split) joins the run
             if not texts:
                 first = item.number + offset
             texts.append(item.text)
-            if len(texts) >= size:
+            held += len(item.text)
+            if len(texts) >= size or (chars is not None and held >= chars):
                 yield TextBatch(first, texts)
-                texts = []
+                texts, held = [], 0
         else:
             if texts:
                 yield TextBatch(first, texts)
-                texts = []
+                texts, held = [], 0
             lines.append(Line(item.number + offset, item.text, item.cut) if offset else item)
             if len(lines) >= size:
                 yield lines

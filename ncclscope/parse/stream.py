@@ -16,7 +16,7 @@ from ncclscope.model.records.serialize import jsonl_line, record_to_dict
 from ncclscope.parse.frames import KindFrame, jsonl_rows
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.pipeline import BATCH_LINES, Segment, parse_segments
+from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, parse_segments
 from ncclscope.parse.reader import ReadMeter, iter_batches, open_input
 
 #: told after each batch how far an input has been read: (source, its meter)
@@ -30,7 +30,9 @@ def file_segments(
     how far the file has been read."""
     meter = ReadMeter() if metered else None
     with open_input(path, limits, stats.damaged, meter) as stream:
-        for batch in iter_batches(stream, stats.source, stats.damaged, limits, BATCH_LINES):
+        for batch in iter_batches(
+            stream, stats.source, stats.damaged, limits, BATCH_LINES, chars=BATCH_CHARS
+        ):
             yield Segment(stats.source, stats, batch, meter)
 
 

@@ -20,7 +20,7 @@ from ncclscope.errors import NcclscopeError
 from ncclscope.model.records.base import Record
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.pipeline import BATCH_LINES, Segment, batch_records
+from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, batch_records
 from ncclscope.parse.reader import (
     READ_ERRORS,
     STDIN,
@@ -168,7 +168,9 @@ def log_segments(
     stats = item.stats()
     stats_out.append(stats)
     meter = item.meter if metered else None
-    for batch in iter_batches(item.stream, item.source, stats.damaged, limits, BATCH_LINES):
+    for batch in iter_batches(
+        item.stream, item.source, stats.damaged, limits, BATCH_LINES, chars=BATCH_CHARS
+    ):
         yield Segment(item.source, stats, batch, meter)
 
 
@@ -176,7 +178,9 @@ def member_records(
     member: LogMember, stats: SourceStats, parser: LineParser, limits: Limits = DEFAULT_LIMITS
 ) -> Iterator[Record]:
     """A log member's records, every one built, in line order (``parse_path`` of a stream)."""
-    lines = iter_batches(member.stream, member.source, stats.damaged, limits, BATCH_LINES)
+    lines = iter_batches(
+        member.stream, member.source, stats.damaged, limits, BATCH_LINES, chars=BATCH_CHARS
+    )
     yield from batch_records(lines, member.source, stats, parser)
 
 
