@@ -43,12 +43,16 @@ ProcessKey = tuple[str, str | None, int | None]
 
 
 def collapse_connections(
-    records: list[Record], summarised: frozenset[str] = frozenset()
+    records: list[Record],
+    summarised: frozenset[str] = frozenset(),
+    processes: set[ProcessKey] | None = None,
 ) -> list[Record]:
     """The records of one batch (in line order) with each connection's lines as one record;
     records of the ``summarised`` kinds do not end a run.
 
-    Records that are already groups (the pipeline's) merge like single lines."""
+    Records that are already groups (the pipeline's) merge like single lines. ``processes``:
+    gather only these processes' runs, the others' records passing as they are (the pipeline's
+    groups are final but where Lark read a connection line too)."""
     if not any(isinstance(r, Connection) for r in records):
         return records
     out: list[Record] = []
@@ -57,6 +61,9 @@ def collapse_connections(
     groups: list[_Run] = []
     for rec in records:
         proc = (rec.source, rec.host, rec.pid)
+        if processes is not None and proc not in processes:
+            out.append(rec)
+            continue
         if not isinstance(rec, Connection):
             if rec.KIND not in summarised:
                 runs.pop(proc, None)

@@ -417,7 +417,11 @@ def _columnar(
             _line_path(seg.lines, part.get_column("j").to_list(), seg.source, seg.stats, parser)
         )
     # connections Lark read (a line whose envelope or message the patterns leave to it)
-    lark_connections = collapse and any(isinstance(r, Connection) for r in records)
+    lark_connections = (
+        {(r.source, r.host, r.pid) for r in records if isinstance(r, Connection)}
+        if collapse
+        else set()
+    )
     if connections is not None:
         records.extend(_connection_groups(connections, records, sources))
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
@@ -428,7 +432,10 @@ def _columnar(
             got.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
     if lark_connections:
         # they may be lines of the patterns' connections: the model's reading gathers them
-        out = [(collapse_connections(got, HIGH_VOLUME_KINDS), frames) for got, frames in out]
+        out = [
+            (collapse_connections(got, HIGH_VOLUME_KINDS, lark_connections), frames)
+            for got, frames in out
+        ]
     return out
 
 
