@@ -378,6 +378,8 @@ def _columnar(
     records: list[Record] = []
     claimed: list[pl.DataFrame] = []
     connections: pl.DataFrame | None = None
+    #: where the patterns' records of other kinds are: where runs of a connection's lines end
+    ends: list[pl.DataFrame] = []
     for kind, table in tables.items():
         if not table.height:
             continue
@@ -393,6 +395,8 @@ def _columnar(
             continue
         frame = _frame(cls, rows)
         if frame is None:
+            if collapse and kind not in HIGH_VOLUME_KINDS:
+                ends.append(rows.select("src", "line", "host", "pid"))
             records.extend(_records(cls, rows, sources))
             continue
         for k, part in _by_segment(frame.rows):
@@ -406,6 +410,8 @@ def _columnar(
     # a whole envelope and a message no pattern takes: Lark reads the message alone
     unclaimed = base.with_columns(messages.alias("msg")).filter(~pl.col("i").is_in(taken.implode()))
     typed, untyped = _message_path(unclaimed, pack, parser)
+    # the records the patterns did not build: Lark's, after these
+    patterns_built = len(records)
     records.extend(typed)
     taken = pl.concat(
         [taken, unclaimed.get_column("i").filter(~unclaimed.get_column("i").is_in(untyped))]
@@ -423,7 +429,7 @@ def _columnar(
         else set()
     )
     if connections is not None:
-        records.extend(_connection_groups(connections, records, sources))
+        records.extend(_connection_groups(connections, ends, records[patterns_built:], sources))
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
     for rec in records:
         by_source[rec.source].append(rec)
@@ -510,11 +516,12 @@ def _by_segment(rows: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
 
 
 def _connection_groups(
-    rows: pl.DataFrame, others: list[Record], sources: list[str]
+    rows: pl.DataFrame, ends: list[pl.DataFrame], others: list[Record], sources: list[str]
 ) -> list[Record]:
     """The patterns' connection rows as records, the rows of one connection (alike but for
     line, text, channel and timestamp) in one run of its process as one ``ConnectionGroup``
-    (ncclscope.model.collapse): a run ends at any other record of the process.
+    (ncclscope.model.collapse): a run ends at any other record of the process, the patterns'
+    (``ends``: their rows' src, line, host and pid) or Lark's (``others``).
 
     Records are built per connection, not per line: a big job's init log is mostly connection
     lines, ~24 per connection (one per channel); on the 4,096-GPU bigjob log, 438k lines became
@@ -524,13 +531,14 @@ def _connection_groups(
     # where runs end: the lines of the process's other records (a null host or pid is a value),
     # but for the summarised kinds', as in the model's reading; a pack's inputs never share a name
     segment = {name: k for k, name in enumerate(sources)}
-    ends = pl.DataFrame(
+    schema = pl.Schema({"src": pl.Int64, "line": pl.Int64, "host": pl.String, "pid": pl.Int64})
+    lark = pl.DataFrame(
         [
             (segment[r.source], r.line, r.host, r.pid)
             for r in others
             if not isinstance(r, Connection) and r.KIND not in HIGH_VOLUME_KINDS
         ],
-        schema={"src": pl.Int64, "line": pl.Int64, "_host": pl.String, "_pid": pl.Int64},
+        schema=schema,
         orient="row",
     )
     process = [
@@ -538,13 +546,18 @@ def _connection_groups(
         pl.col("pid").fill_null(-1).alias("_pid"),
     ]
     rows = rows.with_columns(*process).sort("src", "line")
-    ends = (
-        ends.with_columns(pl.col("_host").fill_null("\x00"), pl.col("_pid").fill_null(-1))
+    run_ends = (
+        pl.concat([*(e.cast(schema) for e in ends), lark])
+        .select("src", "line", *process)
         .sort("src", "line")
         .with_columns(pl.int_range(1, pl.len() + 1).alias("_run"))
     )
     rows = rows.join_asof(
-        ends, on="line", by=["src", "_host", "_pid"], strategy="backward", check_sortedness=False
+        run_ends,
+        on="line",
+        by=["src", "_host", "_pid"],
+        strategy="backward",
+        check_sortedness=False,
     )
     keys = [c for c in rows.columns if c not in PER_LINE]
     grouped = rows.group_by(keys, maintain_order=True).agg(
