@@ -338,19 +338,26 @@ def _columnar(
     fits = long.filter(
         text.str.split(" ").list.eval(pl.element().str.len_bytes()).list.max() <= cap
     ).get_column("i")
-    cand = plain.filter(
+    # what the line path reads of a line: without Ray's "[repeated Nx across cluster]" at its
+    # end (the record keeps the line as printed)
+    body = pl.col("body")
+    cand = plain.with_columns(
+        pl.when(text.str.contains("across cluster]", literal=True))
+        .then(text.str.replace(_ray_tail(parser.markers), ""))
+        .otherwise(text)
+        .alias("body")
+    ).filter(
         (text.str.len_bytes() <= cap) | pl.col("i").is_in(fits.implode()),
-        text.str.count_matches(_LEVEL) == 1,
-        # Ray's "[repeated Nx across cluster]" and a launcher tag at the end of the line belong
-        # to the line path's splitter (which looks for the tags in the last TAIL_WINDOW
-        # characters: a tag found anywhere at the end is a superset)
-        ~text.str.contains("across cluster]", literal=True),
-        ~text.str.contains(_launcher_tail(parser.markers)),
+        body.str.count_matches(_LEVEL) == 1,
+        # a launcher tag at the end of the line belongs to the line path's splitter (which
+        # looks for the tags in the last TAIL_WINDOW characters: a tag found anywhere at the
+        # end is a superset)
+        ~body.str.contains(_launcher_tail(parser.markers)),
     )
     # ASCII only, so character and byte offsets agree. The message is what follows the level
     # word and one blank, stripped, as LineParser.split and _nccl cut it.
     cand = cand.with_columns(
-        text.str.find(_LEVEL).alias("pos"), text.str.extract(_LEVEL_WORD, 1).alias("level")
+        body.str.find(_LEVEL).alias("pos"), body.str.extract(_LEVEL_WORD, 1).alias("level")
     ).select(
         "i",
         "src",
@@ -358,8 +365,8 @@ def _columnar(
         "line",
         "text",
         "level",
-        text.str.slice(0, pl.col("pos")).alias("env"),
-        text.str.slice(pl.col("pos") + 5 + pl.col("level").str.len_bytes())
+        body.str.slice(0, pl.col("pos")).alias("env"),
+        body.str.slice(pl.col("pos") + 5 + pl.col("level").str.len_bytes())
         .str.strip_prefix(" ")
         .str.strip_chars()
         .alias("msg"),
@@ -647,6 +654,14 @@ def _launcher_tail(markers: Markers) -> str:
     run of tags and blanks that ends the line. A message that merely ends in ``)`` or ``:`` (an
     ``Init timings … )`` line, a ``(v8)`` plugin version) stays the patterns'."""
     return rf"(?:\s*(?:{markers.launcher_tags}))+\s*$"
+
+
+@functools.cache
+def _ray_tail(markers: Markers) -> str:
+    """The grammar's RAY_REPEATED as polars runs it. Its lookbehind (no blank before the match)
+    makes a search start at the first blank of a run, where a leftmost match starts anyway,
+    and a possessive run matches what a greedy one does before a literal ``[`` or ``x``."""
+    return markers.ray_repeated.pattern.replace("(?<! )", "").replace("*+", "*").replace("++", "+")
 
 
 @functools.cache
