@@ -405,6 +405,13 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "generate two methods fewer at import",
     ),
     (
+        "ncclscope/export/rows.py",
+        ("_FieldsJson",),
+        "a record's `fields` JSON is encoded once per batch for the records that share their "
+        "value objects (one distinct init message, repeated by rank): export of the 100 MB "
+        "init-heavy log 20.4/21.2 -> 18.9/19.1 s, its rows 6.6/6.8 -> 5.4/5.4 s",
+    ),
+    (
         "ncclscope/export/writer.py",
         ("_Background",),
         "Parquet row groups are encoded on a second thread (Arrow releases the GIL) while the "

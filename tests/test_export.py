@@ -323,3 +323,25 @@ def test_background_writes_keep_order_and_surface_errors() -> None:
         bg.drain()
     bg.submit(boom)
     bg.drain(raise_errors=False)  # abort: the error is already being handled
+
+
+def test_fields_json_is_each_records_own_json() -> None:
+    """A batch encodes the `fields` of records that share their value objects once (the
+    pipeline builds the records of one distinct message so); records whose values are equal
+    but print differently (0.0 and -0.0, 1 and True) each keep their own JSON."""
+    from ncclscope.export.rows import batch_tables
+    from ncclscope.model.records.base import Record
+    from ncclscope.model.records.serialize import own_fields_to_dict
+    from ncclscope.model.records.topology import TuningChoice
+    from ncclscope.model.records.version_env import EnvSetting
+
+    def tuning(line: int, time: float) -> TuningChoice:
+        return TuningChoice(source="t", line=line, function="AllReduce", bytes=4096, time=time)
+
+    name, value = "NCCL_IB_HCA", "mlx5_0"
+    shared = [EnvSetting(source="t", line=i, name=name, value=value) for i in (1, 2)]
+    records: list[Record] = [*shared, tuning(3, 0.0), tuning(4, -0.0), tuning(5, 0.0)]
+    fields = batch_tables(records, [], "j", "t")["records"].column("fields").to_pylist()
+    assert [json.loads(f) for f in fields] == [own_fields_to_dict(r) for r in records]
+    assert json.loads(fields[3])["time"] == -0.0 and fields[3] != fields[2]
+    assert fields[0] == fields[1]

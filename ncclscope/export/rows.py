@@ -21,7 +21,7 @@ from ncclscope.export.schemas import (
 )
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall
-from ncclscope.model.records.serialize import own_fields_to_dict
+from ncclscope.model.records.serialize import own_field_names, own_fields_to_dict
 from ncclscope.model.records.topology import (
     CollnetChains,
     Connection,
@@ -53,6 +53,7 @@ def batch_tables(
     # `records` gets a row per record: built as value tuples, turned into columns at once
     # (dicts and from_pylist cost several times more per row)
     values: list[tuple[Any, ...]] = []
+    fields_json = _FieldsJson()
     last_line = -1
     part = 0
     for rec in records:
@@ -81,7 +82,7 @@ def batch_tables(
                 rec.launcher_rank,
                 rec.launcher_host,
                 rec.prefix,
-                _json(own_fields_to_dict(rec)),
+                fields_json(rec),
                 rec.text,
             )
         )
@@ -130,6 +131,27 @@ def _columns(values: list[tuple[Any, ...]], table: Table) -> pa.Table:
 
 #: what json.dumps(own, ensure_ascii=False, separators=(",", ":")) builds on every call
 _json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+class _FieldsJson:
+    """The `fields` JSON of the records of one batch, encoded once per kind and set of field
+    value objects: the pipeline builds the records of one distinct message with the same
+    objects (init lines repeat by rank), so the others are a lookup. Objects, not values, are
+    the key (0.0 and -0.0, or 1 and True, are equal values with different JSON); the records
+    hold them for as long as the batch's rows are built, so no id is reused meanwhile.
+    Export of the 100 MB init-heavy log, two alternating rounds in one session: building the
+    batches' rows 6.59/6.76 -> 5.43/5.45 s, the whole export 20.4/21.2 -> 18.9/19.1 s."""
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[Any, ...], str] = {}
+
+    def __call__(self, rec: Record) -> str:
+        cls = type(rec)
+        key = (cls, *[id(getattr(rec, name)) for name in own_field_names(cls)])
+        got = self._done.get(key)
+        if got is None:
+            got = self._done[key] = _json(own_fields_to_dict(rec))
+        return got
 
 
 def record_rows(rec: Record, job_id: str, w: dict[str, list[Row]]) -> None:

@@ -35,7 +35,8 @@ JSONL_WHEN_PRESENT = _WHEN_PRESENT
 _OWN: dict[type, tuple[str, ...]] = {}
 
 
-def _own_fields(cls: type) -> tuple[str, ...]:
+def own_field_names(cls: type) -> tuple[str, ...]:
+    """A record or part class's own fields (not the envelope), in declaration order."""
     names = _OWN.get(cls)
     if names is None:
         names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _ENVELOPE)
@@ -56,7 +57,7 @@ def plain(value: Any) -> Any:
 
 def part_to_dict(part: Part) -> dict[str, Any]:
     out: dict[str, Any] = {"kind": part.KIND}
-    for name in _own_fields(type(part)):
+    for name in own_field_names(type(part)):
         out[name] = plain(getattr(part, name))
     return out
 
@@ -71,7 +72,7 @@ def _value(v: Any) -> Any:
 
 def own_fields_to_dict(rec: Record) -> dict[str, Any]:
     """Only the kind's own fields (no envelope), as JSON-ready data."""
-    return {name: _value(getattr(rec, name)) for name in _own_fields(type(rec))}
+    return {name: _value(getattr(rec, name)) for name in own_field_names(type(rec))}
 
 
 def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def record_to_dict(rec: Record, with_text: bool = False) -> dict[str, Any]:
         v = getattr(rec, name)
         if v is not None:
             out[name] = v
-    for name in _own_fields(type(rec)):
+    for name in own_field_names(type(rec)):
         out[name] = _value(getattr(rec, name))
     if with_text or rec.KIND == "unrecognized":
         out["text"] = rec.text
