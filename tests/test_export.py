@@ -328,7 +328,7 @@ def test_background_writes_keep_order_and_surface_errors() -> None:
 def test_fields_json_is_each_records_own_json() -> None:
     """A batch encodes the `fields` of records that share their value objects once (the
     pipeline builds the records of one distinct message so); records whose values are equal
-    but print differently (0.0 and -0.0, 1 and True) each keep their own JSON."""
+    but print differently (0.0 and -0.0) each keep their own JSON."""
     from ncclscope.export.rows import batch_tables
     from ncclscope.model.records.base import Record
     from ncclscope.model.records.serialize import own_fields_to_dict

@@ -341,12 +341,7 @@ def _columnar(
     # what the line path reads of a line: without Ray's "[repeated Nx across cluster]" at its
     # end (the record keeps the line as printed)
     body = pl.col("body")
-    cand = plain.with_columns(
-        pl.when(text.str.contains("across cluster]", literal=True))
-        .then(text.str.replace(_ray_tail(parser.markers), ""))
-        .otherwise(text)
-        .alias("body")
-    ).filter(
+    cand = plain.with_columns(text.str.replace(_ray_tail(parser.markers), "").alias("body")).filter(
         (text.str.len_bytes() <= cap) | pl.col("i").is_in(fits.implode()),
         body.str.count_matches(_LEVEL) == 1,
         # a launcher tag at the end of the line belongs to the line path's splitter (which
@@ -429,14 +424,16 @@ def _columnar(
         records.extend(
             _line_path(seg.lines, part.get_column("j").to_list(), seg.source, seg.stats, parser)
         )
-    # connections Lark read (a line whose envelope or message the patterns leave to it)
+    lark = records[patterns_built:]
+    # the processes of connections Lark read (a line whose envelope or message the patterns
+    # leave to it): the patterns' connections are in `connections`, not in `records`
     lark_connections = (
-        {(r.source, r.host, r.pid) for r in records if isinstance(r, Connection)}
+        {(r.source, r.host, r.pid) for r in lark if isinstance(r, Connection)}
         if collapse
         else set()
     )
     if connections is not None:
-        records.extend(_connection_groups(connections, ends, records[patterns_built:], sources))
+        records.extend(_connection_groups(connections, ends, lark, sources))
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
     for rec in records:
         by_source[rec.source].append(rec)
