@@ -570,3 +570,55 @@ def test_json_of_a_frame_float_is_the_json_of_the_python_float() -> None:
         batch_tables(frame.records("t"), [], "j", "t"),
     )
     assert columns["records"].equals(records["records"])
+
+
+def _export_rows(data: bytes, connection_lines: bool) -> tuple[dict[str, Any], Batches, int]:
+    """What export writes of ``data`` (each record table's rows, all batches), the batches it
+    gives the model, and how many connection groups the pipeline gave."""
+    import pyarrow as pa
+
+    from ncclscope.export.rows import batch_tables
+
+    st = SourceStats("t")
+    segments = (
+        pipeline.Segment("t", st, b) for b in iter_batches(io.BytesIO(data), "t", st.damaged)
+    )
+    parts: dict[str, list[Any]] = {}
+    batches: Batches = []
+    groups = 0
+    how = {"collapse": True, "connection_lines": True} if connection_lines else {}
+    for _seg, (recs, frames) in pipeline.parse_segments(segments, LineParser(), **how):
+        groups += sum(isinstance(r, ConnectionGroup) for r in recs)
+        for name, table in batch_tables(recs, frames, "j", "t").items():
+            parts.setdefault(name, []).append(table)
+        batches.append(recs)
+    return {name: pa.concat_tables(p) for name, p in parts.items()}, batches, groups
+
+
+def _rows_per_line(data: bytes) -> int:
+    """Export of ``data`` with connections read as groups: the rows are those of their lines'
+    own records, table by table, and the model gathers the lines Lark read with the groups as
+    the collapsing pipeline does. Returns the number of groups."""
+    want, _batches_plain, none = _export_rows(data, False)
+    got, batches, groups = _export_rows(data, True)
+    assert none == 0
+    assert sorted(got) == sorted(want)
+    for name, table in got.items():
+        assert table.equals(want[name]), name
+    assert _model(batches) == _model(_batches(data, "columnar", collapse=True)[0], collapsed=True)
+    return groups
+
+
+def test_export_writes_a_row_per_line_of_each_connection_group(
+    synthetic: dict[str, Path],
+) -> None:
+    """Export reads a connection's lines as one record (the model keeps it so) and still writes
+    the `records` and `connections` rows of every line: the same rows as the lines' own records,
+    on the synthetic init log (hundreds of groups), on every fixture, and on damaged lines (Lark
+    reads some connection lines there, and the model gathers them with the patterns' groups)."""
+    assert _rows_per_line(synthetic["init"].read_bytes()) > 100
+    logs = [log.read_bytes() for log in real_logs()]
+    assert sum(_rows_per_line(data) for data in logs) > 100
+    lines = [line for data in logs[:40] for line in data.splitlines()]
+    for seed in range(2):
+        _rows_per_line(_mutated(lines, random.Random(seed)))

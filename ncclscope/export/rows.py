@@ -21,10 +21,11 @@ from ncclscope.export.schemas import (
 )
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall
-from ncclscope.model.records.serialize import own_field_names, own_fields_to_dict
+from ncclscope.model.records.serialize import own_field_names, own_fields_to_dict, plain
 from ncclscope.model.records.topology import (
     CollnetChains,
     Connection,
+    ConnectionGroup,
     GraphTree,
     NvlsTrees,
     RingNeighbors,
@@ -42,13 +43,21 @@ RECORD_TABLES: tuple[Table, ...] = (RECORDS, CONNECTIONS, COLLECTIVES, RINGS, TR
 _MERGE_ORDER: dict[str, list[tuple[str, str]]] = {
     RECORDS.name: [("line", "ascending"), ("part", "ascending")],
     COLLECTIVES.name: [("line", "ascending")],
+    CONNECTIONS.name: [("line", "ascending")],
 }
 
 
 def batch_tables(
     records: list[Record], frames: list[KindFrame], job_id: str, source: str
 ) -> dict[str, pa.Table]:
-    """The rows of one batch for each record table that gets any, in input order."""
+    """The rows of one batch for each record table that gets any, in input order.
+
+    A ``ConnectionGroup`` (``parse_segments(..., connection_lines=True)``) gives a row per line
+    it stands for, as the lines' own records would: its lines' texts and timestamps are the
+    frame of class ``ConnectionGroup`` among ``frames``."""
+    line_texts = [f.rows for f in frames if f.cls is ConnectionGroup]
+    frames = [f for f in frames if f.cls is not ConnectionGroup]
+    groups: list[ConnectionGroup] = []
     rows: dict[str, list[Row]] = {t.name: [] for t in RECORD_TABLES}
     # `records` gets a row per record: built as value tuples, turned into columns at once
     # (dicts and from_pylist cost several times more per row)
@@ -57,6 +66,10 @@ def batch_tables(
     last_line = -1
     part = 0
     for rec in records:
+        if isinstance(rec, ConnectionGroup):
+            # the patterns' lines, never a part of a spliced line: rows made below
+            groups.append(rec)
+            continue
         # a batch ends at a line's end, so every part of a spliced line is here
         if rec.line == last_line:
             part += 1
@@ -89,6 +102,7 @@ def batch_tables(
         if isinstance(rec, _ELSEWHERE):
             record_rows(rec, job_id, rows)
     lane = rows_of_frames(frames, job_id, source) if frames else {}
+    grouped = _group_rows(groups, line_texts, job_id, fields_json) if groups else {}
     out: dict[str, pa.Table] = {}
     for table in RECORD_TABLES:
         name = table.name
@@ -96,17 +110,90 @@ def batch_tables(
             batch = _columns(values, table) if values else None
         else:
             batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
-        extra = lane.get(name)
-        if extra is not None:
-            # the frames' rows of one class come in line order; only a merge needs the sort
-            if batch is not None or len(frames) > 1:
-                batch = extra if batch is None else pa.concat_tables([batch, extra])
-                batch = batch.sort_by(_MERGE_ORDER[name])
-            else:
-                batch = extra
-        if batch is not None:
-            out[name] = batch
+        parts = [t for t in (batch, lane.get(name), grouped.get(name)) if t is not None]
+        if not parts:
+            continue
+        # each part comes in line order, the frames' rows of one class too: only a merge
+        # needs the sort
+        if len(parts) > 1 or (name in lane and len(frames) > 1):
+            out[name] = pa.concat_tables(parts).sort_by(_MERGE_ORDER[name])
+        else:
+            out[name] = parts[0]
     return out
+
+
+#: the envelope a connection group's lines share (the per-line ``timestamp`` is not in it)
+_GROUP_ENVELOPE = (
+    "source",
+    "host",
+    "pid",
+    "tid",
+    "dev",
+    "src_file",
+    "src_line",
+    "src_func",
+    "launcher_rank",
+    "launcher_host",
+    "prefix",
+)
+
+
+def _group_rows(
+    groups: list[ConnectionGroup],
+    line_texts: list[pl.DataFrame],
+    job_id: str,
+    fields_json: _FieldsJson,
+) -> dict[str, pa.Table]:
+    """The `records` and `connections` rows of the lines connection groups stand for, in line
+    order: a group's values once, its lines' channels, texts and timestamps per row (the rows
+    its lines' own ``Connection`` records would give)."""
+    texts = pl.concat(line_texts) if len(line_texts) > 1 else line_texts[0]
+    around = [fields_json.around(g, "channel") for g in groups]
+    per_line = {
+        "_lines": [list(g.printed_lines) for g in groups],
+        "_channels": [list(g.printed_channels) for g in groups],
+    }
+    lists = {"_lines": pl.List(pl.Int64), "_channels": pl.List(pl.Int64)}
+    envelope = pl.DataFrame(
+        {
+            **{name: [getattr(g, name) for g in groups] for name in _GROUP_ENVELOPE},
+            "level": [g.level.value if g.level is not None else None for g in groups],
+            "_head": [head for head, _tail in around],
+            "_tail": [tail for _head, tail in around],
+            **per_line,
+        },
+        schema_overrides=lists,
+    )
+    conns = pl.from_arrow(
+        pa.Table.from_pylist([connection_row(g, job_id) for g in groups], CONNECTIONS.schema)
+    )
+    assert isinstance(conns, pl.DataFrame)
+    conns = conns.drop("line", "channel").hstack(pl.DataFrame(per_line, schema=lists))
+    rec_rows = (
+        envelope.explode("_lines", "_channels")
+        .rename({"_lines": "line", "_channels": "channel"})
+        .join(texts, on="line", how="left", maintain_order="left")
+    )
+    if rec_rows.get_column("text").null_count():
+        raise ValueError("a connection group's lines came without their texts")
+    records = rec_rows.with_columns(
+        pl.lit(job_id).alias("job_id"),
+        pl.lit(0).alias("part"),
+        pl.lit(Connection.KIND).alias("kind"),
+        pl.concat_str(pl.col("_head"), pl.col("channel").cast(pl.String), pl.col("_tail")).alias(
+            "fields"
+        ),
+    ).select(RECORDS.names)
+    connections = conns.explode("_lines", "_channels").rename(
+        {"_lines": "line", "_channels": "channel"}
+    )
+    return {
+        RECORDS.name: records.sort("line", maintain_order=True).to_arrow().cast(RECORDS.schema),
+        CONNECTIONS.name: connections.select(CONNECTIONS.names)
+        .sort("line", maintain_order=True)
+        .to_arrow()
+        .cast(CONNECTIONS.schema),
+    }
 
 
 #: the kinds with rows in record tables other than `records`
@@ -144,6 +231,7 @@ class _FieldsJson:
 
     def __init__(self) -> None:
         self._done: dict[tuple[Any, ...], str] = {}
+        self._around: dict[tuple[Any, ...], tuple[str, str]] = {}
 
     def __call__(self, rec: Record) -> str:
         cls = type(rec)
@@ -153,35 +241,61 @@ class _FieldsJson:
             got = self._done[key] = _json(own_fields_to_dict(rec))
         return got
 
+    def around(self, rec: Connection, name: str) -> tuple[str, str]:
+        """The `fields` JSON of ``rec`` read as a single ``Connection`` (a group's lines are
+        each one), cut where the value of field ``name`` goes: the lines of a group differ
+        only there (and in their text and timestamp)."""
+        names = own_field_names(Connection)
+        key = (name, *[id(getattr(rec, n)) for n in names])
+        got = self._around.get(key)
+        if got is None:
+            fields = {n: plain(getattr(rec, n)) for n in names}
+            fields[name] = _MARK
+            head, mark, tail = _json(fields).partition(_json(_MARK))
+            if not mark or _json(_MARK) in tail:
+                raise ValueError(f"a connection's fields hold the text {_MARK!r}")
+            got = self._around[key] = (head, tail)
+        return got
+
+
+#: a field value no line prints (text of controls): where a group's lines differ in `fields`
+_MARK = "\x00channel\x00"
+
+
+def connection_row(rec: Connection, job_id: str) -> Row:
+    """A connection line's row of the `connections` table."""
+    return {
+        "job_id": job_id,
+        "source": rec.source,
+        "line": rec.line,
+        "host": rec.host,
+        "pid": rec.pid,
+        "dev": rec.dev,
+        "channel": rec.channel,
+        "conn_index": rec.conn_index,
+        "from_rank": rec.from_rank,
+        "to_rank": rec.to_rank,
+        "direction": rec.direction.value if rec.direction is not None else None,
+        "transport": rec.transport.value if rec.transport is not None else None,
+        "transport_class": transport_class(rec),
+        "detail": rec.transport_detail,
+        "net_name": rec.net_name,
+        "net_dev": rec.net_dev,
+        "proxy_rank": rec.proxy_rank,
+        "p2p_mode": rec.p2p_mode,
+        "gdr": rec.gdr,
+        "read": rec.read,
+        "ce": rec.ce,
+        "shared": rec.shared,
+    }
+
 
 def record_rows(rec: Record, job_id: str, w: dict[str, list[Row]]) -> None:
     """Append the rows of one record to the other record tables it goes to (not `records`)."""
     key = {"job_id": job_id, "source": rec.source, "line": rec.line}
     proc = {"host": rec.host, "pid": rec.pid}
     if isinstance(rec, Connection):
-        w[CONNECTIONS.name].append(
-            {
-                **key,
-                **proc,
-                "dev": rec.dev,
-                "channel": rec.channel,
-                "conn_index": rec.conn_index,
-                "from_rank": rec.from_rank,
-                "to_rank": rec.to_rank,
-                "direction": rec.direction.value if rec.direction is not None else None,
-                "transport": rec.transport.value if rec.transport is not None else None,
-                "transport_class": transport_class(rec),
-                "detail": rec.transport_detail,
-                "net_name": rec.net_name,
-                "net_dev": rec.net_dev,
-                "proxy_rank": rec.proxy_rank,
-                "p2p_mode": rec.p2p_mode,
-                "gdr": rec.gdr,
-                "read": rec.read,
-                "ce": rec.ce,
-                "shared": rec.shared,
-            }
-        )
+        w[CONNECTIONS.name].append(connection_row(rec, job_id))
     elif isinstance(rec, CollCall):
         w[COLLECTIVES.name].append(
             {

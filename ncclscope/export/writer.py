@@ -41,6 +41,7 @@ from ncclscope.export.schemas import (
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, Job, JobBuilder
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import InitTimings
+from ncclscope.model.records.topology import ConnectionGroup
 from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import views
 from ncclscope.parse.frames import KindFrame
@@ -351,8 +352,14 @@ class JobExport:
         try:
             # every input's batches in one stream: the pipeline types small logs together (a
             # job of per-rank logs), and a parser error costs the input it is met in
+            # a connection's lines on several channels come as one record and a frame of their
+            # texts: the rows are written per line, the model keeps the record
             for seg, (records, frames) in parse_segments(
-                self._segments(hashes), self.parser, contain=True
+                self._segments(hashes),
+                self.parser,
+                collapse=True,
+                contain=True,
+                connection_lines=True,
             ):
                 self._take(seg, records, frames)
             self._job_tables(self.builder.finish())
@@ -513,7 +520,8 @@ class JobExport:
         if self.progress is not None and seg.meter is not None:
             self.progress(seg.source, seg.meter)
         tables = batch_tables(records, frames, self.job_id, seg.source)
-        self._batch(records, [bulk_of(f, seg.source) for f in frames], tables)
+        bulks = [bulk_of(f, seg.source) for f in frames if f.cls is not ConnectionGroup]
+        self._batch(records, bulks, tables)
 
     def _batch(self, records: list[Record], bulks: list[Bulk], tables: dict[str, pa.Table]) -> None:
         """One batch of lines, parsed here or by a worker."""

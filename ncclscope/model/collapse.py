@@ -15,7 +15,8 @@ for a few thousand connections. The model reads the lines of one connection as o
   the group as for each of its lines.
 
 The group takes the first line's fields and text, and keeps the other lines and channels.
-``parse`` and ``export`` never collapse: every line stays a record there.
+``parse`` never collapses: every line stays a record there. ``export`` writes a row per line
+from the group and the texts of its lines (ncclscope.export.rows).
 
 The columnar pipeline does the same on its tables before it builds records
 (ncclscope.parse.pipeline); ``tests/test_pipeline.py`` holds the two to each other.

@@ -114,6 +114,7 @@ def parse_segments(
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
     contain: bool = False,
+    connection_lines: bool = False,
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
     frames of the kinds read as columns. With the lark engine every line is read by Lark. A
@@ -139,6 +140,13 @@ def parse_segments(
     model's reading, only in a batch that has any, so the job builder is given each batch as it
     keeps it (``JobBuilder.add_batch(..., collapsed=True)``).
 
+    ``connection_lines`` (with ``collapse``): for a consumer that writes a row per line (the
+    exporter) and gives the model its batches as read (``JobBuilder.add_batch(...,
+    collapsed=False)``): the patterns' connection groups come with a frame of class
+    :class:`ConnectionGroup` holding each of their lines' ``line``, ``text`` and ``timestamp``
+    (what differs between a group's lines besides the channel), and the connection lines Lark
+    read stay one record each. A connection line then costs a row of that frame, not a record.
+
     ``contain``: a parser error costs the segment it is met in, not the run: its input's
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
     going with the job's other inputs)."""
@@ -151,13 +159,15 @@ def parse_segments(
             if size and (
                 size + n > BATCH_LINES or chars + c > BATCH_CHARS or _holds(pack, item.source)
             ):
-                yield from _parse_pack(pack, parser, kinds, collapse, contain, memo)
+                yield from _parse_pack(
+                    pack, parser, kinds, collapse, contain, memo, connection_lines
+                )
                 pack, size, chars = [], 0, 0
             size += n
             chars += c
         pack.append(item)
     if pack:
-        yield from _parse_pack(pack, parser, kinds, collapse, contain, memo)
+        yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, connection_lines)
 
 
 def _holds(pack: list[Segment | Step], source: str) -> bool:
@@ -171,11 +181,12 @@ def _parse_pack(
     collapse: bool,
     contain: bool,
     memo: match.MessageMemo,
+    connection_lines: bool = False,
 ) -> Iterator[tuple[Segment, Batch]]:
     segments = [s for s in pack if isinstance(s, Segment)]
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
-        batches = iter(_read_pack(segments, parser, kinds, collapse, memo))
+        batches = iter(_read_pack(segments, parser, kinds, collapse, memo, connection_lines))
     except Exception as exc:
         if not contain:
             raise
@@ -187,7 +198,9 @@ def _parse_pack(
                 if isinstance(item, Step):
                     item.run()
                 else:
-                    yield from _parse_pack([item], parser, kinds, collapse, contain, memo)
+                    yield from _parse_pack(
+                        [item], parser, kinds, collapse, contain, memo, connection_lines
+                    )
             return
         segments[0].stats.error = f"{type(exc).__name__}: {exc}"
         batches = iter([([], [])])
@@ -217,17 +230,18 @@ def _read_pack(
     kinds: frozenset[str] | None,
     collapse: bool,
     memo: match.MessageMemo,
+    connection_lines: bool = False,
 ) -> list[Batch]:
     if not pack:
         return []
     if parser.engine != "lark":
-        return _columnar(pack, parser, memo, kinds, collapse)
+        return _columnar(pack, parser, memo, kinds, collapse, connection_lines)
     batches: list[Batch] = []
     for seg in pack:
         records: list[Record] = []
         for ln in _as_lines(seg.lines):
             records.extend(parser.parse_line(seg.source, ln.number, ln.text, seg.stats, ln.cut))
-        if collapse:
+        if collapse and not connection_lines:
             records = collapse_connections(records, HIGH_VOLUME_KINDS)
         batches.append((records, []))
     return batches
@@ -295,6 +309,7 @@ def _columnar(
     memo: match.MessageMemo,
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
+    connection_lines: bool = False,
 ) -> list[Batch]:
     """The records and frames of each segment of a pack, its lines typed as one column: the
     polars queries cost the same for ten lines as for a hundred thousand, and a job of per-rank
@@ -429,11 +444,15 @@ def _columnar(
     # leave to it): the patterns' connections are in `connections`, not in `records`
     lark_connections = (
         {(r.source, r.host, r.pid) for r in lark if isinstance(r, Connection)}
-        if collapse
+        if collapse and not connection_lines
         else set()
     )
     if connections is not None:
-        records.extend(_connection_groups(connections, ends, lark, sources))
+        groups, lines = _connection_groups(connections, ends, lark, sources, connection_lines)
+        records.extend(groups)
+        if connection_lines and lines.height:
+            for k, part in _by_segment(lines):
+                out[k][1].append(KindFrame(ConnectionGroup, part.drop("src")))
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
     for rec in records:
         by_source[rec.source].append(rec)
@@ -520,18 +539,24 @@ def _by_segment(rows: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
 
 
 def _connection_groups(
-    rows: pl.DataFrame, ends: list[pl.DataFrame], others: list[Record], sources: list[str]
-) -> list[Record]:
+    rows: pl.DataFrame,
+    ends: list[pl.DataFrame],
+    others: list[Record],
+    sources: list[str],
+    lines: bool = False,
+) -> tuple[list[Record], pl.DataFrame]:
     """The patterns' connection rows as records, the rows of one connection (alike but for
     line, text, channel and timestamp) in one run of its process as one ``ConnectionGroup``
     (ncclscope.model.collapse): a run ends at any other record of the process, the patterns'
-    (``ends``: their rows' src, line, host and pid) or Lark's (``others``).
+    (``ends``: their rows' src, line, host and pid) or Lark's (``others``). With ``lines``, the
+    ``src``, ``line``, ``text`` and ``timestamp`` of the groups' lines come too (else no row).
 
     Records are built per connection, not per line: a big job's init log is mostly connection
     lines, ~24 per connection (one per channel); on the 4,096-GPU bigjob log, 438k lines became
     records in 13 of 34 s CPU."""
+    no_lines = rows.select("src", "line", "text", "timestamp").clear()
     if rows.height < 2:
-        return _records(Connection, rows, sources)
+        return _records(Connection, rows, sources), no_lines
     # where runs end: the lines of the process's other records (a null host or pid is a value),
     # but for the summarised kinds', as in the model's reading; a pack's inputs never share a name
     segment = {name: k for k, name in enumerate(sources)}
@@ -564,6 +589,11 @@ def _connection_groups(
         check_sortedness=False,
     )
     keys = [c for c in rows.columns if c not in PER_LINE]
+    grouped_lines = (
+        rows.filter(pl.len().over(keys) > 1).select("src", "line", "text", "timestamp")
+        if lines
+        else no_lines
+    )
     grouped = rows.group_by(keys, maintain_order=True).agg(
         pl.col("line"), pl.col("channel"), pl.col("text").first(), pl.col("timestamp").first()
     )
@@ -577,7 +607,8 @@ def _connection_groups(
         pl.col("line").list.slice(1).alias("more_lines"),
         pl.col("channel").list.slice(1).alias("more_channels"),
     )
-    return _records(Connection, single, sources) + _records(ConnectionGroup, several, sources)
+    built = _records(Connection, single, sources) + _records(ConnectionGroup, several, sources)
+    return built, grouped_lines
 
 
 def _message_path(
