@@ -150,7 +150,7 @@ def test_settings_outliers_are_the_majoritys_whether_or_not_most_hosts_set_them(
     for name, by_host in printed.items():
         for host, value in by_host.items():
             profiles[host].settings[name] = {value}
-    monkeypatch.setattr(compare, "host_profiles", lambda job: profiles)
+    monkeypatch.setattr(compare, "host_profiles", lambda job, only=None: profiles)
 
     setters = {h: p for h, p in profiles.items() if p.settings}
     want = []
@@ -169,3 +169,25 @@ def test_settings_outliers_are_the_majoritys_whether_or_not_most_hosts_set_them(
         ("NCCL_NET", "a"),
         ("NCCL_NET", "b"),
     }
+
+
+def test_outliers_of_some_facts_are_those_facts_outliers(tmp_path: Path) -> None:
+    """A rule that compares a few facts across hosts (NET018) asks for them alone: each host's
+    profile then holds only those, and the outliers are the ones the whole comparison gives for
+    them. Jobs: every real excerpt as one (102 hosts), the benchmark's init-heavy log (207
+    renamed hosts) and the mixed L06 (one host from another cluster)."""
+    from ncclscope.model.compare import outliers
+
+    from .helpers import synth
+
+    init = tmp_path / "init.log"
+    synth().write_init_heavy(init, 1_500_000, REAL)
+    jobs = [sorted(REAL.glob("*.log")), [init], [_mixed(tmp_path)]]
+    seen: set[str] = set()
+    for paths in jobs:
+        job, _stats = api.build(paths)
+        every = outliers(job)
+        seen |= {o.fact for o in every}
+        for some in (("network", "net plugin", "fabric"), ("setting", "channels"), ("init time",)):
+            assert outliers(job, facts=some) == [o for o in every if o.fact in some], some
+    assert {"network", "net plugin", "fabric", "setting", "channels", "init time"} <= seen

@@ -13,7 +13,7 @@ naming either as the odd one.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from ncclscope.model.job import Job
@@ -178,16 +178,28 @@ def _far(a: float, b: float, ratio: float, floor: float) -> bool:
     return hi - lo >= floor and (lo == 0 or hi / lo >= ratio)
 
 
-def outliers(job: Job) -> list[Outlier]:
-    """Hosts of one job whose facts differ from the others'."""
-    profiles = host_profiles(job)
+def outliers(job: Job, facts: Collection[str] | None = None) -> list[Outlier]:
+    """Hosts of one job whose facts differ from the others' (``facts``: only these, by the
+    names outliers carry; every host's profile then holds only what they need)."""
+    getters = [
+        g
+        # the last call per communicator only: a host without one says nothing
+        for g in _fact_getters()
+        if g[0] not in ("algorithms", "protocols") and (facts is None or g[0] in facts)
+    ]
+    only = None
+    if facts is not None:
+        # a getter's evidence key names the profile field it reads (``transports:…``)
+        only = frozenset(key.partition(":")[0] for _fact, key, _get in getters) | frozenset(
+            attr
+            for fact, attr in (("setting", "settings"), ("init time", "init_seconds"))
+            if fact in facts
+        )
+    profiles = host_profiles(job, only)
     if len(profiles) < 2:
         return []
     out: list[Outlier] = []
-    for fact, key, get in _fact_getters():
-        if fact in ("algorithms", "protocols"):
-            # the last call per communicator only: a host without one says nothing
-            continue
+    for fact, key, get in getters:
         values = {h: get(p) for h, p in profiles.items()}
         out += _odd(fact, "", values, profiles, key, subset_is_same=fact not in _ONE_LINE)
     setters = {h: p for h, p in profiles.items() if p.settings}

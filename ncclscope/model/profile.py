@@ -112,12 +112,21 @@ class _HostRecords:
 
 
 def profile(
-    job: Job, label: str, host: str | None = None, index: _HostRecords | None = None
+    job: Job,
+    label: str,
+    host: str | None = None,
+    index: _HostRecords | None = None,
+    only: frozenset[str] | None = None,
 ) -> Profile:
     """The profile of the whole job, or of the records one host printed (``index``: the job's
-    records by host, when profiles of many hosts are made)."""
+    records by host, when profiles of many hosts are made). ``only``: the facts (Profile's
+    field names) to find, the others left empty: a comparison of a few facts across thousands
+    of hosts need not find every fact of every host."""
     p = Profile(label)
     by_host = index if index is not None or host is None else _HostRecords(job)
+
+    def want(*facts: str) -> bool:
+        return only is None or not only.isdisjoint(facts)
 
     def records_of(*kinds: type[Record]) -> list[Record]:
         if host is None or by_host is None:
@@ -128,85 +137,103 @@ def profile(
         if recs and name not in p.evidence:
             p.evidence[name] = recs[0]
 
-    banners = [r for r in records_of(VersionBanner) if isinstance(r, VersionBanner)]
-    p.nccl_versions = _versions(banners)
-    keep("nccl_versions", list(banners))
-    drivers = [r for r in records_of(CudaDriverVersion) if isinstance(r, CudaDriverVersion)]
-    p.cuda_drivers = {_driver(d.cuda_driver) for d in drivers}
-    keep("cuda_drivers", list(drivers))
-    for rec in records_of(EnvSetting):
-        assert isinstance(rec, EnvSetting)
-        values = p.settings.get(rec.name)
-        if values is None:
-            values = p.settings[rec.name] = set()
-            keep(f"settings:{rec.name}", [rec])
-        values.add(rec.value.strip())
-    loaded = records_of(PluginLoaded)
-    p.plugins = {
-        str(getattr(r, "plugin_name", None) or getattr(r, "library", None) or "?") for r in loaded
-    }
-    keep("plugins", loaded)
-    fabrics = host_fabrics(job)
-    for hf in fabrics.values() if host is None else [fabrics.get(host)]:
-        if hf is None:
-            continue
-        if hf.fabric is not None:
-            p.fabrics.add(hf.fabric.value)
-            keep("fabrics", hf.evidence)
-        p.networks |= set(hf.networks)
-        for recs in hf.networks.values():
-            keep("networks", recs)
-    lists = records_of(BootstrapInterfaces, SocketInterfaces)
-    for rec in lists:
-        assert isinstance(rec, BootstrapInterfaces | SocketInterfaces)
-        p.interfaces |= {i.name for i in rec.interfaces}
-    keep("interfaces", lists)
-    ib = records_of(IbDevices)
-    for rec in ib:
-        assert isinstance(rec, IbDevices)
-        for entry in rec.devices:
-            for d in entry.members if isinstance(entry, IbMergedDevice) else (entry,):
-                p.nics.add(f"{d.name}:{d.port}/{d.link_layer}")
-    keep("nics", ib)
-    v = views(job)
-    conns = [c for c in records_of(Connection) if isinstance(c, Connection)]
-    for conn in conns:
-        peer = _peer_class(conn, v.crosses_nodes(conn))
-        counts = p.transports.get(peer)
-        if counts is None:
-            counts = p.transports[peer] = Counter()
-            keep(f"transports:{peer}", [conn])
-        counts[transport_class(conn)] += len(conn.printed_lines)
-    summaries = records_of(ChannelSummary)
-    p.channels = {s.coll_channels for s in summaries if isinstance(s, ChannelSummary)}
-    if not p.channels:
-        p.channels = {
-            r.nchannels for r in records_of(RingOrder) if isinstance(r, RingOrder) and r.nchannels
+    if want("nccl_versions"):
+        banners = [r for r in records_of(VersionBanner) if isinstance(r, VersionBanner)]
+        p.nccl_versions = _versions(banners)
+        keep("nccl_versions", list(banners))
+    if want("cuda_drivers"):
+        drivers = [r for r in records_of(CudaDriverVersion) if isinstance(r, CudaDriverVersion)]
+        p.cuda_drivers = {_driver(d.cuda_driver) for d in drivers}
+        keep("cuda_drivers", list(drivers))
+    if want("settings"):
+        for rec in records_of(EnvSetting):
+            assert isinstance(rec, EnvSetting)
+            values = p.settings.get(rec.name)
+            if values is None:
+                values = p.settings[rec.name] = set()
+                keep(f"settings:{rec.name}", [rec])
+            values.add(rec.value.strip())
+    if want("plugins"):
+        loaded = records_of(PluginLoaded)
+        p.plugins = {
+            str(getattr(r, "plugin_name", None) or getattr(r, "library", None) or "?")
+            for r in loaded
         }
-    keep("channels", summaries or records_of(RingOrder))
-    tuning = [
-        r
-        for r in (
-            job.summary(TuningChoice).last.values()
-            if host is None or by_host is None
-            else by_host.last_of(host, TuningChoice)
+        keep("plugins", loaded)
+    if want("fabrics", "networks"):
+        fabrics = host_fabrics(job)
+        for hf in fabrics.values() if host is None else [fabrics.get(host)]:
+            if hf is None:
+                continue
+            if hf.fabric is not None:
+                p.fabrics.add(hf.fabric.value)
+                keep("fabrics", hf.evidence)
+            p.networks |= set(hf.networks)
+            for recs in hf.networks.values():
+                keep("networks", recs)
+    if want("interfaces"):
+        lists = records_of(BootstrapInterfaces, SocketInterfaces)
+        for rec in lists:
+            assert isinstance(rec, BootstrapInterfaces | SocketInterfaces)
+            p.interfaces |= {i.name for i in rec.interfaces}
+        keep("interfaces", lists)
+    if want("nics"):
+        ib = records_of(IbDevices)
+        for rec in ib:
+            assert isinstance(rec, IbDevices)
+            for entry in rec.devices:
+                for d in entry.members if isinstance(entry, IbMergedDevice) else (entry,):
+                    p.nics.add(f"{d.name}:{d.port}/{d.link_layer}")
+        keep("nics", ib)
+    v = views(job)
+    if want("transports"):
+        conns = [c for c in records_of(Connection) if isinstance(c, Connection)]
+        for conn in conns:
+            peer = _peer_class(conn, v.crosses_nodes(conn))
+            counts = p.transports.get(peer)
+            if counts is None:
+                counts = p.transports[peer] = Counter()
+                keep(f"transports:{peer}", [conn])
+            counts[transport_class(conn)] += len(conn.printed_lines)
+    if want("channels"):
+        summaries = records_of(ChannelSummary)
+        p.channels = {s.coll_channels for s in summaries if isinstance(s, ChannelSummary)}
+        if not p.channels:
+            p.channels = {
+                r.nchannels
+                for r in records_of(RingOrder)
+                if isinstance(r, RingOrder) and r.nchannels
+            }
+        keep("channels", summaries or records_of(RingOrder))
+    if want("algorithms", "protocols"):
+        tuning = [
+            r
+            for r in (
+                job.summary(TuningChoice).last.values()
+                if host is None or by_host is None
+                else by_host.last_of(host, TuningChoice)
+            )
+            if isinstance(r, TuningChoice)
+        ]
+        p.algorithms = {str(r.algorithm) for r in tuning if r.algorithm is not None}
+        p.protocols = {str(r.protocol) for r in tuning if r.protocol is not None}
+        keep("algorithms", list(tuning))
+    if want("rings"):
+        rings = records_of(RingOrder)
+        p.rings = len(
+            {(r.channel, getattr(r, "ranks", ())) for r in rings if isinstance(r, RingOrder)}
         )
-        if isinstance(r, TuningChoice)
-    ]
-    p.algorithms = {str(r.algorithm) for r in tuning if r.algorithm is not None}
-    p.protocols = {str(r.protocol) for r in tuning if r.protocol is not None}
-    keep("algorithms", list(tuning))
-    rings = records_of(RingOrder)
-    p.rings = len({(r.channel, getattr(r, "ranks", ())) for r in rings if isinstance(r, RingOrder)})
-    keep("rings", rings)
-    trees = records_of(Trees)
-    p.trees = len(trees)
-    keep("trees", trees)
-    timings = [r for r in records_of(InitTimings) if isinstance(r, InitTimings)]
-    if timings:
-        slowest = max(timings, key=lambda t: t.total)
-        p.init_seconds = slowest.total
-        keep("init_seconds", [slowest])
+        keep("rings", rings)
+    if want("trees"):
+        trees = records_of(Trees)
+        p.trees = len(trees)
+        keep("trees", trees)
+    if want("init_seconds"):
+        timings = [r for r in records_of(InitTimings) if isinstance(r, InitTimings)]
+        if timings:
+            slowest = max(timings, key=lambda t: t.total)
+            p.init_seconds = slowest.total
+            keep("init_seconds", [slowest])
     if host is None:
         got = achieved(job)
         if got is not None:
@@ -235,10 +262,10 @@ def _peer_class(conn: Connection, crosses: bool | None) -> str:
     return INTER
 
 
-def host_profiles(job: Job) -> dict[str, Profile]:
-    """A profile per host that printed anything."""
+def host_profiles(job: Job, only: frozenset[str] | None = None) -> dict[str, Profile]:
+    """A profile per host that printed anything (``only``: of these facts, see ``profile``)."""
     index = _HostRecords(job)
-    return {h: profile(job, h, host=h, index=index) for h in job.hosts}
+    return {h: profile(job, h, host=h, index=index, only=only) for h in job.hosts}
 
 
 def median_init(profiles: list[Profile]) -> float | None:

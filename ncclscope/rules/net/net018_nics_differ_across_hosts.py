@@ -22,6 +22,9 @@ from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import _multi_node
 
+#: the host facts (ncclscope.model.compare) this rule compares
+_FACTS = ("NICs", "network", "net plugin", "fabric")
+
 
 def _check_nics_differ(job: Job) -> Iterator[Finding]:
     """
@@ -47,7 +50,7 @@ def _check_nics_differ(job: Job) -> Iterator[Finding]:
     """
     from ncclscope.model.compare import outliers
 
-    odd = [o for o in outliers(job) if o.fact in ("NICs", "network", "net plugin", "fabric")]
+    odd = outliers(job, facts=_FACTS)
     # a host that fell back to sockets differs in all of these for one reason, which NET001
     # reports with its cause: one finding per problem
     on_sockets = {o.host for o in odd if o.fact == "network" and "socket" in o.value.lower()}
