@@ -572,7 +572,7 @@ def test_json_of_a_frame_float_is_the_json_of_the_python_float() -> None:
     assert columns["records"].equals(records["records"])
 
 
-def _export_rows(data: bytes, connection_lines: bool) -> tuple[dict[str, Any], Batches, int]:
+def _export_rows(data: bytes, row_frames: bool) -> tuple[dict[str, Any], Batches, int]:
     """What export writes of ``data`` (each record table's rows, all batches), the batches it
     gives the model, and how many connection groups the pipeline gave."""
     import pyarrow as pa
@@ -586,7 +586,7 @@ def _export_rows(data: bytes, connection_lines: bool) -> tuple[dict[str, Any], B
     parts: dict[str, list[Any]] = {}
     batches: Batches = []
     groups = 0
-    how = {"collapse": True, "connection_lines": True} if connection_lines else {}
+    how = {"collapse": True, "row_frames": True} if row_frames else {}
     for _seg, (recs, frames) in pipeline.parse_segments(segments, LineParser(), **how):
         groups += sum(isinstance(r, ConnectionGroup) for r in recs)
         for name, table in batch_tables(recs, frames, "j", "t").items():

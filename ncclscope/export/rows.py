@@ -33,7 +33,7 @@ from ncclscope.model.records.topology import (
     Trees,
 )
 from ncclscope.model.views import transport_class
-from ncclscope.parse.frames import ENVELOPE, KindFrame, json_object, own_fields
+from ncclscope.parse.frames import ENVELOPE, KindFrame, RowFrame, json_object, own_fields
 
 Row = dict[str, Any]
 
@@ -52,11 +52,11 @@ def batch_tables(
 ) -> dict[str, pa.Table]:
     """The rows of one batch for each record table that gets any, in input order.
 
-    A ``ConnectionGroup`` (``parse_segments(..., connection_lines=True)``) gives a row per line
-    it stands for, as the lines' own records would: its lines' texts and timestamps are the
-    frame of class ``ConnectionGroup`` among ``frames``."""
-    line_texts = [f.rows for f in frames if f.cls is ConnectionGroup]
-    frames = [f for f in frames if f.cls is not ConnectionGroup]
+    A ``ConnectionGroup`` (``parse_segments(..., row_frames=True)``) gives a row per line it
+    stands for, as the lines' own records would: its lines' texts and timestamps are the
+    ``RowFrame`` among ``frames``."""
+    line_texts = [f.rows for f in frames if isinstance(f, RowFrame)]
+    frames = [f for f in frames if not isinstance(f, RowFrame)]
     groups: list[ConnectionGroup] = []
     rows: dict[str, list[Row]] = {t.name: [] for t in RECORD_TABLES}
     # `records` gets a row per record: built as value tuples, turned into columns at once
@@ -102,23 +102,25 @@ def batch_tables(
         if isinstance(rec, _ELSEWHERE):
             record_rows(rec, job_id, rows)
     lane = rows_of_frames(frames, job_id, source) if frames else {}
-    grouped = _group_rows(groups, line_texts, job_id, fields_json) if groups else {}
-    out: dict[str, pa.Table] = {}
+    parts: dict[str, list[pa.Table]] = {t.name: [] for t in RECORD_TABLES}
+    if values:
+        parts[RECORDS.name].append(_columns(values, RECORDS))
     for table in RECORD_TABLES:
-        name = table.name
-        if name == RECORDS.name:
-            batch = _columns(values, table) if values else None
-        else:
-            batch = pa.Table.from_pylist(rows[name], schema=table.schema) if rows[name] else None
-        parts = [t for t in (batch, lane.get(name), grouped.get(name)) if t is not None]
-        if not parts:
-            continue
-        # each part comes in line order, the frames' rows of one class too: only a merge
-        # needs the sort
-        if len(parts) > 1 or (name in lane and len(frames) > 1):
-            out[name] = pa.concat_tables(parts).sort_by(_MERGE_ORDER[name])
-        else:
-            out[name] = parts[0]
+        if rows[table.name]:
+            parts[table.name].append(pa.Table.from_pylist(rows[table.name], schema=table.schema))
+    for name, table in lane.items():
+        parts[name].append(table)
+    if groups:
+        for name, table in _group_rows(groups, line_texts, job_id, fields_json).items():
+            parts[name].append(table)
+    # each part comes in line order but the rows of several frames (of several kinds)
+    mixed = {name for name in lane if len(frames) > 1}
+    out: dict[str, pa.Table] = {}
+    for name, got in parts.items():
+        if len(got) > 1 or (got and name in mixed):
+            out[name] = pa.concat_tables(got).sort_by(_MERGE_ORDER[name])
+        elif got:
+            out[name] = got[0]
     return out
 
 
@@ -149,30 +151,31 @@ def _group_rows(
     its lines' own ``Connection`` records would give)."""
     texts = pl.concat(line_texts) if len(line_texts) > 1 else line_texts[0]
     around = [fields_json.around(g, "channel") for g in groups]
-    per_line = {
-        "_lines": [list(g.printed_lines) for g in groups],
-        "_channels": [list(g.printed_channels) for g in groups],
-    }
-    lists = {"_lines": pl.List(pl.Int64), "_channels": pl.List(pl.Int64)}
+    # a row per line: its group's place, line and channel (flat columns: a list column made of
+    # Python lists costs a Series per group)
+    per_line = pl.DataFrame(
+        {
+            "_group": [i for i, g in enumerate(groups) for _line in g.printed_lines],
+            "line": [line for g in groups for line in g.printed_lines],
+            "channel": [channel for g in groups for channel in g.printed_channels],
+        },
+        schema={"_group": pl.UInt32, "line": pl.Int64, "channel": pl.Int64},
+    )
+    at = per_line.get_column("_group")
     envelope = pl.DataFrame(
         {
             **{name: [getattr(g, name) for g in groups] for name in _GROUP_ENVELOPE},
             "level": [g.level.value if g.level is not None else None for g in groups],
             "_head": [head for head, _tail in around],
             "_tail": [tail for _head, tail in around],
-            **per_line,
-        },
-        schema_overrides=lists,
+        }
     )
     conns = pl.from_arrow(
         pa.Table.from_pylist([connection_row(g, job_id) for g in groups], CONNECTIONS.schema)
     )
     assert isinstance(conns, pl.DataFrame)
-    conns = conns.drop("line", "channel").hstack(pl.DataFrame(per_line, schema=lists))
-    rec_rows = (
-        envelope.explode("_lines", "_channels")
-        .rename({"_lines": "line", "_channels": "channel"})
-        .join(texts, on="line", how="left", maintain_order="left")
+    rec_rows = pl.concat([envelope[at], per_line.select("line", "channel")], how="horizontal").join(
+        texts, on="line", how="left", maintain_order="left"
     )
     if rec_rows.get_column("text").null_count():
         raise ValueError("a connection group's lines came without their texts")
@@ -184,8 +187,8 @@ def _group_rows(
             "fields"
         ),
     ).select(RECORDS.names)
-    connections = conns.explode("_lines", "_channels").rename(
-        {"_lines": "line", "_channels": "channel"}
+    connections = pl.concat(
+        [conns.drop("line", "channel")[at], per_line.select("line", "channel")], how="horizontal"
     )
     return {
         RECORDS.name: records.sort("line", maintain_order=True).to_arrow().cast(RECORDS.schema),
@@ -251,8 +254,9 @@ class _FieldsJson:
         if got is None:
             fields = {n: plain(getattr(rec, n)) for n in names}
             fields[name] = _MARK
-            head, mark, tail = _json(fields).partition(_json(_MARK))
-            if not mark or _json(_MARK) in tail:
+            mark = _json(_MARK)
+            head, found, tail = _json(fields).partition(mark)
+            if not found or mark in tail:
                 raise ValueError(f"a connection's fields hold the text {_MARK!r}")
             got = self._around[key] = (head, tail)
         return got

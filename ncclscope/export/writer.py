@@ -41,10 +41,9 @@ from ncclscope.export.schemas import (
 from ncclscope.model.job import HIGH_VOLUME_KINDS, Bulk, Job, JobBuilder
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import InitTimings
-from ncclscope.model.records.topology import ConnectionGroup
 from ncclscope.model.records.version_env import VersionBanner
 from ncclscope.model.views import views
-from ncclscope.parse.frames import KindFrame
+from ncclscope.parse.frames import KindFrame, RowFrame
 from ncclscope.parse.limits import Limits
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, Step
@@ -352,14 +351,15 @@ class JobExport:
         try:
             # every input's batches in one stream: the pipeline types small logs together (a
             # job of per-rank logs), and a parser error costs the input it is met in
-            # a connection's lines on several channels come as one record and a frame of their
-            # texts: the rows are written per line, the model keeps the record
+            # records come with their rows as columns (a connection's lines on several channels
+            # as one record and a frame of their texts): the rows are written per line from
+            # the columns, the model keeps the records
             for seg, (records, frames) in parse_segments(
                 self._segments(hashes),
                 self.parser,
                 collapse=True,
                 contain=True,
-                connection_lines=True,
+                row_frames=True,
             ):
                 self._take(seg, records, frames)
             self._job_tables(self.builder.finish())
@@ -520,7 +520,7 @@ class JobExport:
         if self.progress is not None and seg.meter is not None:
             self.progress(seg.source, seg.meter)
         tables = batch_tables(records, frames, self.job_id, seg.source)
-        bulks = [bulk_of(f, seg.source) for f in frames if f.cls is not ConnectionGroup]
+        bulks = [bulk_of(f, seg.source) for f in frames if not isinstance(f, RowFrame)]
         self._batch(records, bulks, tables)
 
     def _batch(self, records: list[Record], bulks: list[Bulk], tables: dict[str, pa.Table]) -> None:

@@ -84,6 +84,14 @@ class KindFrame:
         return out
 
 
+@dataclass(slots=True)
+class RowFrame(KindFrame):
+    """For a consumer that writes a row per line (``parse_segments(..., row_frames=True)``):
+    the ``line``, ``text`` and ``timestamp`` of every line the batch's ``ConnectionGroup``
+    records stand for (``cls``), what differs between the lines of a group besides the
+    channel. The records are given as records too: a row frame is never a summarised kind."""
+
+
 def _json_string(col: pl.Expr) -> pl.Expr:
     """Texts as ``json.dumps`` writes them. Frames hold printable ASCII only, so a text needs
     only its backslashes and quotes escaped."""

@@ -42,7 +42,7 @@ from ncclscope.model.records.base import Part, Record
 from ncclscope.model.records.foreign import NcclLastError
 from ncclscope.model.records.topology import Connection, ConnectionGroup
 from ncclscope.parse import match
-from ncclscope.parse.frames import ENVELOPE, KindFrame, envelope_schema, own_fields
+from ncclscope.parse.frames import ENVELOPE, KindFrame, RowFrame, envelope_schema, own_fields
 from ncclscope.parse.grammar import Markers
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
@@ -114,7 +114,7 @@ def parse_segments(
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
     contain: bool = False,
-    connection_lines: bool = False,
+    row_frames: bool = False,
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
     frames of the kinds read as columns. With the lark engine every line is read by Lark. A
@@ -140,12 +140,13 @@ def parse_segments(
     model's reading, only in a batch that has any, so the job builder is given each batch as it
     keeps it (``JobBuilder.add_batch(..., collapsed=True)``).
 
-    ``connection_lines`` (with ``collapse``): for a consumer that writes a row per line (the
+    ``row_frames`` (with ``collapse``): for a consumer that writes a row per line (the
     exporter) and gives the model its batches as read (``JobBuilder.add_batch(...,
-    collapsed=False)``): the patterns' connection groups come with a frame of class
-    :class:`ConnectionGroup` holding each of their lines' ``line``, ``text`` and ``timestamp``
-    (what differs between a group's lines besides the channel), and the connection lines Lark
-    read stay one record each. A connection line then costs a row of that frame, not a record.
+    collapsed=False)``): the patterns' connection groups come with a
+    :class:`~ncclscope.parse.frames.RowFrame` holding each of their lines' ``line``, ``text``
+    and ``timestamp`` (what differs between a group's lines besides the channel), and the
+    connection lines Lark read stay one record each. A connection line then costs a row of
+    that frame, not a record.
 
     ``contain``: a parser error costs the segment it is met in, not the run: its input's
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
@@ -159,15 +160,13 @@ def parse_segments(
             if size and (
                 size + n > BATCH_LINES or chars + c > BATCH_CHARS or _holds(pack, item.source)
             ):
-                yield from _parse_pack(
-                    pack, parser, kinds, collapse, contain, memo, connection_lines
-                )
+                yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames)
                 pack, size, chars = [], 0, 0
             size += n
             chars += c
         pack.append(item)
     if pack:
-        yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, connection_lines)
+        yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames)
 
 
 def _holds(pack: list[Segment | Step], source: str) -> bool:
@@ -181,12 +180,12 @@ def _parse_pack(
     collapse: bool,
     contain: bool,
     memo: match.MessageMemo,
-    connection_lines: bool = False,
+    row_frames: bool = False,
 ) -> Iterator[tuple[Segment, Batch]]:
     segments = [s for s in pack if isinstance(s, Segment)]
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
-        batches = iter(_read_pack(segments, parser, kinds, collapse, memo, connection_lines))
+        batches = iter(_read_pack(segments, parser, kinds, collapse, memo, row_frames))
     except Exception as exc:
         if not contain:
             raise
@@ -199,7 +198,7 @@ def _parse_pack(
                     item.run()
                 else:
                     yield from _parse_pack(
-                        [item], parser, kinds, collapse, contain, memo, connection_lines
+                        [item], parser, kinds, collapse, contain, memo, row_frames
                     )
             return
         segments[0].stats.error = f"{type(exc).__name__}: {exc}"
@@ -230,18 +229,18 @@ def _read_pack(
     kinds: frozenset[str] | None,
     collapse: bool,
     memo: match.MessageMemo,
-    connection_lines: bool = False,
+    row_frames: bool = False,
 ) -> list[Batch]:
     if not pack:
         return []
     if parser.engine != "lark":
-        return _columnar(pack, parser, memo, kinds, collapse, connection_lines)
+        return _columnar(pack, parser, memo, kinds, collapse, row_frames)
     batches: list[Batch] = []
     for seg in pack:
         records: list[Record] = []
         for ln in _as_lines(seg.lines):
             records.extend(parser.parse_line(seg.source, ln.number, ln.text, seg.stats, ln.cut))
-        if collapse and not connection_lines:
+        if collapse and not row_frames:
             records = collapse_connections(records, HIGH_VOLUME_KINDS)
         batches.append((records, []))
     return batches
@@ -309,7 +308,7 @@ def _columnar(
     memo: match.MessageMemo,
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
-    connection_lines: bool = False,
+    row_frames: bool = False,
 ) -> list[Batch]:
     """The records and frames of each segment of a pack, its lines typed as one column: the
     polars queries cost the same for ten lines as for a hundred thousand, and a job of per-rank
@@ -444,15 +443,15 @@ def _columnar(
     # leave to it): the patterns' connections are in `connections`, not in `records`
     lark_connections = (
         {(r.source, r.host, r.pid) for r in lark if isinstance(r, Connection)}
-        if collapse and not connection_lines
+        if collapse and not row_frames
         else set()
     )
     if connections is not None:
-        groups, lines = _connection_groups(connections, ends, lark, sources, connection_lines)
+        groups, lines = _connection_groups(connections, ends, lark, sources, row_frames)
         records.extend(groups)
-        if connection_lines and lines.height:
+        if row_frames and lines.height:
             for k, part in _by_segment(lines):
-                out[k][1].append(KindFrame(ConnectionGroup, part.drop("src")))
+                out[k][1].append(RowFrame(ConnectionGroup, part.drop("src")))
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
     for rec in records:
         by_source[rec.source].append(rec)
