@@ -355,7 +355,13 @@ def _columnar(
     # what the line path reads of a line: without Ray's "[repeated Nx across cluster]" at its
     # end (the record keeps the line as printed)
     body = pl.col("body")
-    cand = plain.with_columns(text.str.replace(_ray_tail(parser.markers), "").alias("body")).filter(
+    folded = text.str.contains(_RAY_TAIL_END, literal=True)
+    cand = plain.with_columns(
+        pl.when(folded)
+        .then(text.str.replace(_ray_tail(parser.markers), ""))
+        .otherwise(text)
+        .alias("body")
+    ).filter(
         (text.str.len_bytes() <= cap) | pl.col("i").is_in(fits.implode()),
         body.str.count_matches(_LEVEL) == 1,
         # a launcher tag at the end of the line belongs to the line path's splitter (which
@@ -681,6 +687,11 @@ def _launcher_tail(markers: Markers) -> str:
     run of tags and blanks that ends the line. A message that merely ends in ``)`` or ``:`` (an
     ``Init timings … )`` line, a ``(v8)`` plugin version) stays the patterns'."""
     return rf"(?:\s*(?:{markers.launcher_tags}))+\s*$"
+
+
+#: RAY_REPEATED's literal end: the lines without it (nearly all) keep their text as the body,
+#: not a copy made by a replace that found nothing
+_RAY_TAIL_END: Final = "x across cluster]"
 
 
 @functools.cache
