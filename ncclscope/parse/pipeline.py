@@ -393,7 +393,8 @@ def _columnar(
     ]
     cand = pl.concat([cand.drop("env"), envs.select(*env_columns, "ok")], how="horizontal")
     cand = cand.filter(pl.col("ok"))
-    base = cand.drop("ok", "msg").with_row_index("row")
+    # a kind table's ``row`` is its message's place in ``messages``: a row of ``base``
+    base = cand.drop("ok", "msg")
     messages = cand.get_column("msg")
     tables = memo.tables(messages)
     sources = [seg.source for seg in pack]
@@ -406,9 +407,12 @@ def _columnar(
         if not table.height:
             continue
         if kinds is not None and kind not in kinds:
-            claimed.append(base.join(table.select("row"), on="row", how="semi").select("i", "src"))
+            claimed.append(base.select(pl.col("i", "src").gather(table.get_column("row"))))
             continue
-        rows = base.join(table, on="row", how="inner", maintain_order="right").drop("row")
+        rows = pl.concat(
+            [base.select(pl.all().gather(table.get_column("row"))), table.drop("row")],
+            how="horizontal",
+        )
         cls = cast(type[Record], KINDS[kind])
         claimed.append(rows.select("i", "src"))
         rows = rows.drop("i", "j")
