@@ -6,10 +6,12 @@ merged in input order. Workers build them as well as the exporting process (docs
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ncclscope.export.schemas import (
     COLLECTIVES,
@@ -147,55 +149,72 @@ def _group_rows(
     fields_json: _FieldsJson,
 ) -> dict[str, pa.Table]:
     """The `records` and `connections` rows of the lines connection groups stand for, in line
-    order: a group's values once, its lines' channels, texts and timestamps per row (the rows
-    its lines' own ``Connection`` records would give)."""
-    texts = pl.concat(line_texts) if len(line_texts) > 1 else line_texts[0]
-    around = [fields_json.around(g, "channel") for g in groups]
-    # a row per line: its group's place, line and channel (flat columns: a list column made of
-    # Python lists costs a Series per group)
-    per_line = pl.DataFrame(
-        {
-            "_group": [i for i, g in enumerate(groups) for _line in g.printed_lines],
-            "line": [line for g in groups for line in g.printed_lines],
-            "channel": [channel for g in groups for channel in g.printed_channels],
-        },
-        schema={"_group": pl.UInt32, "line": pl.Int64, "channel": pl.Int64},
+    order: the rows its lines' own ``Connection`` records would give. The values the lines of
+    a group share are made once per group and repeated by one Arrow ``take``; each line's
+    line, channel, text, timestamp and `fields` (the group's JSON around the channel) are its
+    own. A few Arrow calls per call, no polars query: an input of one small log per rank makes
+    a call per log."""
+    texts: dict[int, tuple[str, str | None]] = {}
+    for frame in line_texts:
+        line, text, stamp = (frame.get_column(c).to_list() for c in ("line", "text", "timestamp"))
+        texts.update(zip(line, zip(text, stamp, strict=True), strict=True))
+    at: list[int] = []
+    # the columns each line has its own value of (`channel` is in `fields` for `records`)
+    values: dict[str, list[Any]] = {name: [] for name in ("line", "channel", "text", "timestamp")}
+    heads: list[str] = []
+    tails: list[str] = []
+    for i, g in enumerate(groups):
+        lines, channels = g.printed_lines, g.printed_channels
+        try:
+            printed = [texts[line] for line in lines]
+        except KeyError:
+            raise ValueError("a connection group's lines came without their texts") from None
+        at += [i] * len(lines)
+        values["line"].extend(lines)
+        values["channel"].extend(channels)
+        values["text"] += [text for text, _stamp in printed]
+        values["timestamp"] += [stamp for _text, stamp in printed]
+        head, tail = fields_json.around(g, "channel")
+        heads.append(head)
+        tails.append(tail)
+    take = pa.array(at, type=pa.int64())
+    per_line = {
+        "line": pa.array(values["line"], type=pa.int64()),
+        "channel": pa.array(values["channel"], type=pa.int64()),
+        "text": pa.array(values["text"], type=pa.string()),
+        "timestamp": pa.array(values["timestamp"], type=pa.string()),
+    }
+    # `fields` as Arrow joins it: a line's JSON is its group's, with its channel in the middle
+    per_line["fields"] = pc.binary_join_element_wise(
+        pa.array(heads, type=pa.string()).take(take),
+        pc.cast(per_line["channel"], pa.string()),
+        pa.array(tails, type=pa.string()).take(take),
+        "",
     )
-    at = per_line.get_column("_group")
-    envelope = pl.DataFrame(
-        {
-            **{name: [getattr(g, name) for g in groups] for name in _GROUP_ENVELOPE},
-            "level": [g.level.value if g.level is not None else None for g in groups],
-            "_head": [head for head, _tail in around],
-            "_tail": [tail for _head, tail in around],
-        }
-    )
-    conns = pl.from_arrow(
-        pa.Table.from_pylist([connection_row(g, job_id) for g in groups], CONNECTIONS.schema)
-    )
-    assert isinstance(conns, pl.DataFrame)
-    rec_rows = pl.concat([envelope[at], per_line.select("line", "channel")], how="horizontal").join(
-        texts, on="line", how="left", maintain_order="left"
-    )
-    if rec_rows.get_column("text").null_count():
-        raise ValueError("a connection group's lines came without their texts")
-    records = rec_rows.with_columns(
-        pl.lit(job_id).alias("job_id"),
-        pl.lit(0).alias("part"),
-        pl.lit(Connection.KIND).alias("kind"),
-        pl.concat_str(pl.col("_head"), pl.col("channel").cast(pl.String), pl.col("_tail")).alias(
-            "fields"
-        ),
-    ).select(RECORDS.names)
-    connections = pl.concat(
-        [conns.drop("line", "channel")[at], per_line.select("line", "channel")], how="horizontal"
-    )
+    shared: dict[str, list[Any]] = {
+        "job_id": [job_id] * len(groups),
+        "part": [0] * len(groups),
+        "kind": [Connection.KIND] * len(groups),
+        "level": [g.level.value if g.level is not None else None for g in groups],
+        **{name: [getattr(g, name) for g in groups] for name in _GROUP_ENVELOPE},
+    }
+    conn_rows = [connection_row(g, job_id) for g in groups]
+
+    def rows(table: Table, of_group: Callable[[str], list[Any]]) -> pa.Table:
+        schema = table.schema
+        fields = [f for f in schema if f.name not in per_line]
+        repeated = pa.Table.from_arrays(
+            [pa.array(of_group(f.name), type=f.type) for f in fields], schema=pa.schema(fields)
+        ).take(take)
+        columns = [
+            per_line[f.name].cast(f.type) if f.name in per_line else repeated.column(f.name)
+            for f in schema
+        ]
+        return pa.Table.from_arrays(columns, schema=schema).sort_by([("line", "ascending")])
+
     return {
-        RECORDS.name: records.sort("line", maintain_order=True).to_arrow().cast(RECORDS.schema),
-        CONNECTIONS.name: connections.select(CONNECTIONS.names)
-        .sort("line", maintain_order=True)
-        .to_arrow()
-        .cast(CONNECTIONS.schema),
+        RECORDS.name: rows(RECORDS, shared.__getitem__),
+        CONNECTIONS.name: rows(CONNECTIONS, lambda name: [row[name] for row in conn_rows]),
     }
 
 
