@@ -622,3 +622,12 @@ def test_export_writes_a_row_per_line_of_each_connection_group(
     lines = [line for data in logs[:40] for line in data.splitlines()]
     for seed in range(2):
         _rows_per_line(_mutated(lines, random.Random(seed)))
+
+
+def test_the_ray_tags_literal_is_the_grammars() -> None:
+    """The parser and the pipeline test for RAY_REPEATED_END before they run the grammar's
+    RAY_REPEATED: a tag the terminal takes must hold it, or the tag would be read as text."""
+    from ncclscope.parse.grammar import RAY_REPEATED_END, markers
+
+    assert RAY_REPEATED_END in markers().ray_repeated.pattern.replace("\\", "")
+    assert markers().ray_repeated.search("x [repeated 12x across cluster]") is not None

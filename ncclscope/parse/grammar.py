@@ -264,6 +264,10 @@ def _tail(parser: Lark, names: tuple[str, ...]) -> re.Pattern[str]:
 #: ends in something else from costing the square of the run (issue #18)
 TAIL_WINDOW = 512
 
+#: text every RAY_REPEATED match holds (`` [repeated 7x across cluster]``): a substring test
+#: that rules the regex out for nearly every line
+RAY_REPEATED_END = "x across cluster]"
+
 
 @functools.cache
 def markers() -> Markers:

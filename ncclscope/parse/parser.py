@@ -19,7 +19,13 @@ from lark.exceptions import LarkError
 from ncclscope.model.enums import Level
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records.base import CUT_LEVEL_REASON, Record, Unrecognized
-from ncclscope.parse.grammar import TAIL_WINDOW, Markers, lark_parser, markers
+from ncclscope.parse.grammar import (
+    RAY_REPEATED_END,
+    TAIL_WINDOW,
+    Markers,
+    lark_parser,
+    markers,
+)
 from ncclscope.parse.limits import DEFAULT_LIMITS, Limits
 from ncclscope.parse.reader import (
     STDIN,
@@ -324,7 +330,7 @@ class LineParser:
 
     def _records(self, source: str, number: int, text: str, body: str) -> tuple[list[Record], int]:
         """The records of a cleaned line and its number of NCCL parts (0: not an NCCL line)."""
-        if "across cluster]" in body:  # RAY_REPEATED's literal tail: skip a scan per line
+        if RAY_REPEATED_END in body:
             repeated = self._m.ray_repeated.search(body)
             if repeated is not None:
                 body = body[: repeated.start()]

@@ -43,7 +43,7 @@ from ncclscope.model.records.foreign import NcclLastError
 from ncclscope.model.records.topology import Connection, ConnectionGroup
 from ncclscope.parse import match
 from ncclscope.parse.frames import ENVELOPE, KindFrame, RowFrame, envelope_schema, own_fields
-from ncclscope.parse.grammar import Markers
+from ncclscope.parse.grammar import RAY_REPEATED_END, Markers
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
 from ncclscope.parse.transform import (
@@ -355,7 +355,9 @@ def _columnar(
     # what the line path reads of a line: without Ray's "[repeated Nx across cluster]" at its
     # end (the record keeps the line as printed)
     body = pl.col("body")
-    folded = text.str.contains(_RAY_TAIL_END, literal=True)
+    # the lines without the tag (nearly all) keep their text as the body, not a copy made by a
+    # replace that found nothing
+    folded = text.str.contains(RAY_REPEATED_END, literal=True)
     cand = plain.with_columns(
         pl.when(folded)
         .then(text.str.replace(_ray_tail(parser.markers), ""))
@@ -691,11 +693,6 @@ def _launcher_tail(markers: Markers) -> str:
     run of tags and blanks that ends the line. A message that merely ends in ``)`` or ``:`` (an
     ``Init timings … )`` line, a ``(v8)`` plugin version) stays the patterns'."""
     return rf"(?:\s*(?:{markers.launcher_tags}))+\s*$"
-
-
-#: RAY_REPEATED's literal end: the lines without it (nearly all) keep their text as the body,
-#: not a copy made by a replace that found nothing
-_RAY_TAIL_END: Final = "x across cluster]"
 
 
 @functools.cache
