@@ -144,15 +144,30 @@ ENVELOPE_OK = "ok"
 
 @dataclass(frozen=True)
 class MessageTables:
-    """What the patterns made of a column of messages.
+    """What the patterns made of a column of ``n`` messages.
 
-    ``kind``: per input row, the kind whose pattern took the message, or null (ask Lark).
     ``tables``: per kind taken at least once, one row per message it took: ``row`` (the input
     row, UInt32) and one column per field the pattern gives.
     """
 
-    kind: pl.Series
+    n: int
     tables: dict[str, pl.DataFrame]
+
+    @property
+    def kind(self) -> pl.Series:
+        """Per input row, the kind whose pattern took the message, or null (ask Lark)."""
+        kinds = pl.DataFrame(
+            {"row": pl.Series([], dtype=pl.UInt32), "kind": pl.Series([], dtype=pl.String)}
+        )
+        if self.tables:
+            kinds = pl.concat(
+                t.select("row", pl.lit(k).alias("kind")) for k, t in self.tables.items()
+            )
+        return (
+            pl.DataFrame({"row": pl.arange(0, self.n, eager=True, dtype=pl.UInt32)})
+            .join(kinds, on="row", how="left")
+            .sort("row")["kind"]
+        )
 
 
 def lead_keys(messages: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -460,22 +475,26 @@ def message_columns(messages: pl.Series) -> MessageTables:
         tries = pending.join(step, on="sig", how="inner").join(messages_by_row, on="row")
         if tries.height == 0:
             break
-        parts = tries.partition_by("k", as_dict=True, include_key=False)
+        parts = tries.select("k", "row", "msg").partition_by("k", as_dict=True, include_key=False)
         indexes = [int(k) for (k,) in parts]
         # one query per pattern, run together (polars spreads them over the cores)
         results = pl.collect_all(
-            [
-                _extract(i, part.select("row", "msg"))
-                for i, part in zip(indexes, parts.values(), strict=True)
-            ]
+            [_extract(i, part) for i, part in zip(indexes, parts.values(), strict=True)]
         )
-        taken = [
-            got.select("row", pl.lit(index, dtype=pl.UInt32).alias("k"))
-            for index, got in zip(indexes, results, strict=True)
-            if got.height
-        ]
-        if taken:
-            winners = pl.concat(taken)
+        got_some = [(i, got) for i, got in zip(indexes, results, strict=True) if got.height]
+        if got_some:
+            # (row, the pattern that took it), made of Series: no query per pattern
+            winners = pl.DataFrame(
+                [
+                    pl.concat([got.get_column("row") for _i, got in got_some]),
+                    pl.concat(
+                        [
+                            pl.Series("k", [i], dtype=pl.UInt32).new_from_index(0, got.height)
+                            for i, got in got_some
+                        ]
+                    ),
+                ]
+            )
             if batch:
                 winners = (
                     winners.join(step.join(pending, on="sig").drop("sig"), on=["row", "k"])
@@ -483,25 +502,27 @@ def message_columns(messages: pl.Series) -> MessageTables:
                     .unique("row", keep="first")
                     .drop("rnd")
                 )
-            for index, got in zip(indexes, results, strict=True):
-                if got.height and not KINDS[index].guard:
-                    mine = winners.filter(pl.col("k") == index).select("row")
-                    kept = got.join(mine, on="row", how="semi") if batch else got
-                    if kept.height:
-                        found.setdefault(index, []).append(kept)
+                won = winners.partition_by("k", as_dict=True, include_key=False)
+            for index, got in got_some:
+                if KINDS[index].guard:
+                    continue
+                if batch:
+                    mine = won.get((index,))
+                    if mine is None:
+                        continue
+                    got = got.join(mine, on="row", how="semi")
+                if got.height:
+                    found.setdefault(index, []).append(got)
             pending = pending.join(winners.select("row"), on="row", how="anti")
         if batch:
             break
         rnd += 1
     tables: dict[str, pl.DataFrame] = {}
-    kind_rows: list[pl.DataFrame] = []
     by_uid = rows.with_row_index("row").rename({"uid": "uid_"})
     by_kind: dict[str, list[pl.DataFrame]] = {}
     for index in sorted(found):
         by_kind.setdefault(KINDS[index].kind, []).extend(found[index])
     for kind_name, frames in by_kind.items():
-        # alternatives of one kind may give different fields: a table has them all, in the
-        # order of kind_schema, null where not seen
         schema = kind_schema(kind_name)
         table = pl.concat(frames, how="diagonal_relaxed")
         table = table.select(
@@ -513,18 +534,7 @@ def message_columns(messages: pl.Series) -> MessageTables:
         )
         table = by_uid.join(table, on="uid_", how="inner").drop("uid_").sort("row")
         tables[kind_name] = table
-        kind_rows.append(table.select("row", pl.lit(kind_name).alias("kind")))
-    kinds = pl.DataFrame(
-        {"row": pl.Series([], dtype=pl.UInt32), "kind": pl.Series([], dtype=pl.String)}
-    )
-    if kind_rows:
-        kinds = pl.concat(kind_rows)
-    kind = (
-        pl.DataFrame({"row": pl.arange(0, len(messages), eager=True, dtype=pl.UInt32)})
-        .join(kinds, on="row", how="left")
-        .sort("row")["kind"]
-    )
-    return MessageTables(kind=kind, tables=tables)
+    return MessageTables(len(messages), tables)
 
 
 # --- a run's messages ----------------------------------------------------------------------------
@@ -557,15 +567,17 @@ class MessageMemo:
         tables: dict[str, list[pl.DataFrame]] = {}
         if new.height:
             typed = message_columns(new.get_column("msg")).tables
+            self._keep(new, typed)
+            rows = new.get_column("row")
             for kind, table in typed.items():
                 # the table's rows are positions in ``new``: back to the batch's rows
-                table = table.with_columns(new.get_column("row").gather(table.get_column("row")))
+                at = table.get_column_index("row")
+                table = table.clone().replace_column(at, rows.gather(table.get_column("row")))
                 tables.setdefault(kind, []).append(table)
-            self._keep(new, typed)
         kept = known.filter(pl.col("kind").is_not_null())
         for (kind,), part in kept.partition_by("kind", as_dict=True).items():
-            rows = self.store[str(kind)][part.get_column("slot")]
-            tables.setdefault(str(kind), []).append(rows.insert_column(0, part.get_column("row")))
+            held = self.store[str(kind)][part.get_column("slot")]
+            tables.setdefault(str(kind), []).append(held.insert_column(0, part.get_column("row")))
         return {kind: pl.concat(parts).sort("row") for kind, parts in tables.items()}
 
     def _keep(self, new: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> None:
