@@ -837,7 +837,8 @@ def _batch_records(
         codes = [0] * n
         if own:
             codes, first = _codes(texts[start : start + n])
-            fields = _field_dicts(cls, own, table.select(pl.col(own).gather(first)))
+            # gathered as Series: a query per kind and batch cost ~70 µs, ~1,000 per 100 MB
+            fields = _field_dicts(cls, own, [table.get_column(c).gather(first) for c in own])
         out.extend(_build(cls, envelopes.cut(start, start + n), codes, fields, sources))
         start += n
     return out, picked.select("src", "line", "host", "pid")
@@ -858,9 +859,14 @@ def _codes(texts: list[str]) -> tuple[list[int], list[int]]:
     return codes, first
 
 
-def _field_dicts(cls: type[Record], own: list[str], distinct: pl.DataFrame) -> list[dict[str, Any]]:
-    """The own fields of each distinct row, as the class takes them."""
-    values = [_field_values(cls, name, distinct.get_column(name)) for name in own]
+def _field_dicts(
+    cls: type[Record], own: list[str], distinct: pl.DataFrame | list[pl.Series]
+) -> list[dict[str, Any]]:
+    """The own fields of each distinct row (a frame, or its ``own`` columns), as the class
+    takes them."""
+    columns = distinct.get_columns() if isinstance(distinct, pl.DataFrame) else distinct
+    by_name = {c.name: c for c in columns}
+    values = [_field_values(cls, name, by_name[name]) for name in own]
     return [dict(zip(own, row, strict=True)) for row in zip(*values, strict=True)]
 
 
