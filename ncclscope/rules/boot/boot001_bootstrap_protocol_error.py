@@ -43,7 +43,8 @@ def _check_bootstrap_root(job: Job) -> Iterator[Finding]:
     """
     v = views(job)
     twice = [r for r in job.of(BootstrapRootError) if r.peer_nranks is None and r.rank is not None]
-    sizes = [r for r in job.of(BootstrapRootError) if r not in twice]
+    told = {id(r) for r in twice}
+    sizes = [r for r in job.of(BootstrapRootError) if id(r) not in told]
     if twice:
         ranks = sorted({r.rank for r in twice if r.rank is not None})
         n = max((r.nranks or 0) for r in twice)
