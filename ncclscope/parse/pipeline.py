@@ -1012,23 +1012,36 @@ def _find_part_class(cls: type, name: str) -> type[Part] | None:
 def _field_values(owner: type, name: str, series: pl.Series) -> list[Any]:
     """A column of one field of ``owner`` (a record or a part class) as the values the class
     takes, coerced as the transformer coerces them; a value not printed is the field's default
-    (None where it has none). Parts are built a column at a time too, nested ones included."""
+    (None where it has none). Parts are built a column at a time too, nested ones included.
+
+    A nested value (a tuple, parts) is converted once per distinct value: init lines repeat
+    their trees, channels and devices by rank, and each element of a nested value is a Python
+    object to make (the 4,096-GPU bigjob log's trees were 111k tree parts of a few thousand
+    distinct values)."""
+    if isinstance(series.dtype, pl.List | pl.Struct):
+        codes, distinct = _distinct_rows(series.to_frame())
+        once = _converted(owner, name, distinct.to_series())
+        return [once[code] for code in codes]
+    return _converted(owner, name, series)
+
+
+def _converted(owner: type, name: str, series: pl.Series) -> list[Any]:
+    """``_field_values``, each row converted."""
     is_tuple, coerce = field_specs(owner)[name]
     part = _part_class(owner, name)
     values: list[Any]
     if part is not None and is_tuple:
         # a list of parts per row: the parts of all rows built as one column, then cut back
-        # into each row's tuple by its length
+        # into each row's tuple by its length (the rows are distinct: see _field_values)
         lengths = series.list.len().to_list()
         flat = _parts(part, series.explode(empty_as_null=False, keep_nulls=False))
         values = []
-        tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         at = 0
         for n in lengths:
             if n is None:
                 values.append(None)
             else:
-                values.append(_one(tuples, tuple(flat[at : at + n])))
+                values.append(tuple(flat[at : at + n]))
                 at += n
     elif part is not None:
         values = _parts(part, series)
@@ -1071,26 +1084,21 @@ def _one(
 
 
 def _parts(part: type[Part], series: pl.Series) -> list[Part | None]:
-    """A struct column (the fields the patterns give for one part; null: no part) as parts."""
-    fields = series.struct.unnest()
+    """A struct column (the fields the patterns give for one part; null: no part) as parts.
+
+    Init lines repeat across ranks (the same NICs, the same trees): each distinct part is
+    built once and shared by the records that hold it, as Lark's memo shares them on the line
+    path. Parts are immutable; on init20, 33k parts were 756 distinct values."""
+    codes, distinct = _distinct_rows(series.to_frame())
+    values = distinct.to_series()
+    fields = values.struct.unnest()
     names = fields.columns
     columns = [_field_values(part, n, fields.get_column(n)) for n in names]
-    missing = series.is_null().to_list()
-    # Init lines repeat across ranks (the same NICs, the same trees): one part per distinct
-    # value, shared by the records that hold it, as Lark's memo shares them on the line path.
-    # Parts are immutable; on init20, 33k parts were 756 distinct values.
-    built: dict[tuple[Any, ...], Part] = {}
-    out: list[Part | None] = []
-    for gone, *values in zip(missing, *columns, strict=True):
-        if gone:
-            out.append(None)
-            continue
-        key = tuple(values)
-        made = built.get(key)
-        if made is None:
-            made = built[key] = part(**dict(zip(names, values, strict=True)))
-        out.append(made)
-    return out
+    built: list[Part | None] = [
+        None if gone else part(**dict(zip(names, row, strict=True)))
+        for gone, *row in zip(values.is_null().to_list(), *columns, strict=True)
+    ]
+    return [built[code] for code in codes]
 
 
 def _as_lines(lines: Lines) -> list[Line]:
