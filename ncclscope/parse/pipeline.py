@@ -822,8 +822,8 @@ def _batch_records(
 
     Built together: the rows of all the kinds are gathered from ``base`` once, and each kind's
     fields are converted once per distinct message text (the patterns type a text one way), so
-    a kind costs one query, not the half dozen a table of its own took (a batch of the 100 MB
-    init-heavy log holds ~75 kinds: ~1,000 queries, 1.6 s of its 10)."""
+    a kind costs no query of its own, where a table per kind took half a dozen (a batch of the
+    100 MB init-heavy log holds ~75 kinds: ~1,000 queries, 1.6 s of its 10)."""
     at = pl.concat([table.get_column("row") for _cls, table in kinds])
     picked = base.select(pl.all().gather(at))
     envelopes = _Envelopes.of(picked)
@@ -1018,7 +1018,7 @@ def _field_values(owner: type, name: str, series: pl.Series) -> list[Any]:
     their trees, channels and devices by rank, and each element of a nested value is a Python
     object to make (the 4,096-GPU bigjob log's trees were 111k tree parts of a few thousand
     distinct values)."""
-    if isinstance(series.dtype, pl.List | pl.Struct):
+    if isinstance(series.dtype, pl.List):  # a struct column's parts: _parts
         codes, distinct = _distinct_rows(series.to_frame())
         once = _converted(owner, name, distinct.to_series())
         return [once[code] for code in codes]
@@ -1072,9 +1072,9 @@ def _one(
     value: tuple[Any, ...],
     elements: dict[Any, Any] | None = None,
 ) -> tuple[Any, ...]:
-    """One tuple object per distinct value (a ring's order, a line's parts repeat by rank), its
-    elements shared through ``elements`` if given: a 4,096-rank job's rings hold the same ranks
-    in other orders."""
+    """One tuple object per distinct value (lists that convert alike), its elements shared
+    through ``elements`` if given: a 4,096-rank job's rings hold the same ranks in other
+    orders."""
     held = shared.get(value)
     if held is None:
         if elements is not None:
