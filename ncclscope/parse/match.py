@@ -523,6 +523,8 @@ def message_columns(messages: pl.Series) -> MessageTables:
     for index in sorted(found):
         by_kind.setdefault(KINDS[index].kind, []).extend(found[index])
     for kind_name, frames in by_kind.items():
+        # alternatives of one kind may give different fields: a table has them all, in the
+        # order of kind_schema, null where not seen
         schema = kind_schema(kind_name)
         table = pl.concat(frames, how="diagonal_relaxed")
         table = table.select(
@@ -570,9 +572,10 @@ class MessageMemo:
             self._keep(new, typed)
             rows = new.get_column("row")
             for kind, table in typed.items():
-                # the table's rows are positions in ``new``: back to the batch's rows
+                # the table's rows are positions in ``new``: back to the batch's rows (the
+                # table is this call's own, and _keep has read it)
                 at = table.get_column_index("row")
-                table = table.clone().replace_column(at, rows.gather(table.get_column("row")))
+                table = table.replace_column(at, rows.gather(table.get_column("row")))
                 tables.setdefault(kind, []).append(table)
         kept = known.filter(pl.col("kind").is_not_null())
         for (kind,), part in kept.partition_by("kind", as_dict=True).items():
