@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from ncclscope.model.job import Job
 from ncclscope.model.profile import INTER, INTRA, Profile, host_profiles
@@ -101,8 +102,14 @@ def _fact_getters() -> list[tuple[str, str, Getter]]:
 
     def sets(attr: str) -> Getter:
         def get(p: Profile) -> frozenset[str] | None:
-            value = getattr(p, attr)
-            return frozenset(str(v) for v in value) if value else None
+            value: frozenset[object] = getattr(p, attr)
+            if not value:
+                return None
+            # a profile's sets are immutable: a set of texts is its own value, not a copy per
+            # host and fact
+            if all(isinstance(v, str) for v in value):
+                return cast(frozenset[str], value)
+            return frozenset(str(v) for v in value)
 
         return get
 
