@@ -631,3 +631,46 @@ def test_the_ray_tags_literal_is_the_grammars() -> None:
 
     assert RAY_REPEATED_END in markers().ray_repeated.pattern.replace("\\", "")
     assert markers().ray_repeated.search("x [repeated 12x across cluster]") is not None
+
+
+def test_a_message_that_repeated_is_converted_once_per_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The own fields of a message that repeated in its batch are converted once per run
+    (``MessageMemo.fields``): a later batch builds its records from those values, which are the
+    values Lark gives (a real log read twice, in two batches, against Lark's reading)."""
+    log = next((Path(__file__).resolve().parent.parent / "fixtures/real").glob("229-*.log"))
+    data = log.read_bytes()
+
+    def read(engine: str) -> list[list[dict[str, Any]]]:
+        st = SourceStats("t")
+        segments = [
+            pipeline.Segment("t", st, batch)
+            for _ in range(2)
+            for batch in iter_batches(io.BytesIO(data), "t", st.damaged)
+        ]
+        parser = LineParser(engine=engine)
+        return [
+            [record_to_dict(r, with_text=True) for r in recs]
+            for _seg, (recs, _frames) in pipeline.parse_segments(segments, parser)
+        ]
+
+    converted: list[int] = []  # distinct messages converted, per batch
+    field_dicts, batch_records = pipeline._field_dicts, pipeline._batch_records
+
+    def per_batch(*args: Any) -> Any:
+        converted.append(0)
+        return batch_records(*args)
+
+    def counting(*args: Any) -> list[dict[str, Any]]:
+        out = field_dicts(*args)
+        converted[-1] += len(out)
+        return out
+
+    monkeypatch.setattr(pipeline, "_batch_records", per_batch)
+    monkeypatch.setattr(pipeline, "_field_dicts", counting)
+    got = read("columnar")
+    assert got == read("lark") and len(got) == 2
+    # the second read converts only the messages that came once in the first (a message
+    # printed once is not held)
+    assert len(converted) == 2 and 0 < converted[1] < converted[0]

@@ -559,6 +559,9 @@ class MessageMemo:
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
+        #: the own fields of the records of messages that repeated in their batch, as the
+        #: record classes take them, by text (ncclscope.parse.pipeline._batch_records)
+        self.fields: dict[str, dict[str, Any]] = {}
 
     def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
         """What ``message_columns(messages).tables`` gives, typing only the messages this run

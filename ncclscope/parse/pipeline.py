@@ -432,7 +432,7 @@ def _columnar(
         for k, part in _by_segment(frame.rows):
             out[k][1].append(KindFrame(cls, part.drop("src")))
     if together:
-        built, where = _batch_records(base, messages, together, sources)
+        built, where = _batch_records(base, messages, together, sources, memo.fields)
         records.extend(built)
         if collapse:
             ends.append(where)
@@ -815,6 +815,7 @@ def _batch_records(
     messages: pl.Series,
     kinds: list[tuple[type[Record], pl.DataFrame]],
     sources: list[str],
+    known: dict[str, dict[str, Any]],
 ) -> tuple[list[Record], pl.DataFrame]:
     """The records of these kinds' tables (``row``: a row of ``base`` and of ``messages``), and
     the ``src``, ``line``, ``host`` and ``pid`` of their rows (where runs of a connection's
@@ -823,7 +824,11 @@ def _batch_records(
     Built together: the rows of all the kinds are gathered from ``base`` once, and each kind's
     fields are converted once per distinct message text (the patterns type a text one way), so
     a kind costs no query of its own, where a table per kind took half a dozen (a batch of the
-    100 MB init-heavy log holds ~75 kinds: ~1,000 queries, 1.6 s of its 10)."""
+    100 MB init-heavy log holds ~75 kinds: ~1,000 queries, 1.6 s of its 10).
+
+    ``known``: the own fields of messages that repeated in an earlier batch, by text (the run's
+    ``MessageMemo.fields``), added to here: a big job's init messages repeat across batches, and
+    their fields are converted once per run, not once per batch."""
     at = pl.concat([table.get_column("row") for _cls, table in kinds])
     picked = base.select(pl.all().gather(at))
     envelopes = _Envelopes.of(picked)
@@ -836,27 +841,44 @@ def _batch_records(
         fields: list[dict[str, Any]] = [{}]
         codes = [0] * n
         if own:
-            codes, first = _codes(texts[start : start + n])
-            # gathered as Series: a query per kind and batch cost ~70 µs, ~1,000 per 100 MB
-            fields = _field_dicts(cls, own, [table.get_column(c).gather(first) for c in own])
+            codes, first, repeats = _codes(texts[start : start + n])
+            distinct = [texts[start + pos] for pos in first]
+            new = [j for j, text in enumerate(distinct) if text not in known]
+            if new:
+                # gathered as Series: a query per kind and batch cost ~70 µs, ~1,000 per 100 MB
+                rows = [first[j] for j in new]
+                converted = _field_dicts(cls, own, [table.get_column(c).gather(rows) for c in own])
+                fresh = dict(zip(new, converted, strict=True))
+                # kept for later batches where the message repeated in this one: a message
+                # printed once (a rank's own tree) is not worth holding
+                known.update((distinct[j], fresh[j]) for j in new if repeats[j])
+                fields = [
+                    fresh[j] if j in fresh else known[text] for j, text in enumerate(distinct)
+                ]
+            else:
+                fields = [known[text] for text in distinct]
         out.extend(_build(cls, envelopes.cut(start, start + n), codes, fields, sources))
         start += n
     return out, picked.select("src", "line", "host", "pid")
 
 
-def _codes(texts: list[str]) -> tuple[list[int], list[int]]:
-    """Each text's index among the distinct texts (first seen first), and where each distinct
-    text is first."""
+def _codes(texts: list[str]) -> tuple[list[int], list[int], list[bool]]:
+    """Each text's index among the distinct texts (first seen first), where each distinct
+    text is first, and whether it came more than once."""
     index: dict[str, int] = {}
     codes: list[int] = []
     first: list[int] = []
+    repeats: list[bool] = []
     for pos, text in enumerate(texts):
         code = index.get(text)
         if code is None:
             code = index[text] = len(first)
             first.append(pos)
+            repeats.append(False)
+        else:
+            repeats[code] = True
         codes.append(code)
-    return codes, first
+    return codes, first, repeats
 
 
 def _field_dicts(
