@@ -549,13 +549,13 @@ class MessageMemo:
     init-heavy log each batch of 131,072 lines holds ~4,100 distinct messages, of which ~90 are
     new to the run after the first batch. A batch's patterns then run on those alone, and the
     rest is a join. What is kept: messages that came at least twice in their batch (a message
-    printed once, such as each collective call, is not worth keeping), of kinds not read as
-    columns (collective calls, allocations: one line each), and those no pattern took (Lark's
-    then, each time, which memoises its own results)."""
+    printed once, such as a COLL-heavy log's collective calls, each with its own opCount, is
+    not worth keeping), of every kind, and those no pattern took (Lark's then, each time, which
+    memoises its own results). The summarised kinds repeat too where a log prints a job's calls
+    alike (the 100 MB init-heavy log: ~1,400 distinct of ~20,000 calls, proxy events and
+    allocations a batch, typed again in every batch while they were not kept)."""
 
-    def __init__(self, columns: frozenset[str]) -> None:
-        #: the kinds read as columns (one line each): never kept
-        self.columns = columns
+    def __init__(self) -> None:
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
@@ -600,8 +600,6 @@ class MessageMemo:
             if not mine.height:
                 continue
             taken.append(mine.select("msg"))
-            if kind in self.columns:
-                continue
             first = mine.unique("msg", keep="first", maintain_order=True)
             held = self.store.get(kind)
             start = 0 if held is None else held.height

@@ -153,7 +153,7 @@ def parse_segments(
     going with the job's other inputs)."""
     pack: list[Segment | Step] = []
     size = chars = 0
-    memo = match.MessageMemo(HIGH_VOLUME_KINDS)
+    memo = match.MessageMemo()
     for item in segments:
         if isinstance(item, Segment):
             n, c = _length(item.lines), _chars(item.lines)
