@@ -62,7 +62,11 @@ BATCH_LINES: Final = 131072
 #: batch's polars work holds ~15x its text at its peak, and the allocators keep that for the
 #: next batch, so the peak RSS of a streamed input follows the batch's text, not its lines.
 #: COLL-heavy lines are ~200 characters: 131,072 of them (26 MB) peaked at 540 MB in diagnose.
-BATCH_CHARS: Final = 6 << 20
+#: 4 MiB: diagnose of 1 GB of them peaks at 225 MiB (issue #15's bound is 250 MB), against
+#: 270 MiB with 6 MiB. The smaller batch costs the same CPU (the run's memo leaves little fixed
+#: work per batch: the init-heavy build is 4.9 s either way with the collector off) but 3-5%
+#: more wall time, the two cores sharing less work per polars query.
+BATCH_CHARS: Final = 4 << 20
 
 # The LEVEL terminal (grammar/nccl.lark) in polars' dialect: the same words and boundary.
 _LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
