@@ -671,3 +671,28 @@ def test_a_message_that_repeated_is_converted_once_per_run(
     # the second read converts only the messages that came once in the first (a message
     # printed once is not held)
     assert len(converted) == 2 and 0 < converted[1] < converted[0]
+
+
+def test_a_log_the_patterns_read_whole_does_not_load_lark() -> None:
+    """Lark (0.1 s and 17 MB to load) is loaded by the first line it has to read: a clean log's
+    lines are all the patterns', and the splitter's markers come from the generated copy of the
+    grammar's terminals (a damaged line then loads it, and is read as before)."""
+    log = Path(__file__).resolve().parent.parent / "fixtures/real/043-4xa100-mixed-p2p-shm.log"
+    parser = LineParser()
+    st = SourceStats("t")
+    batches = iter_batches(io.BytesIO(log.read_bytes()), "t", st.damaged)
+    got = [r for recs, _ in pipeline.parse_batches(batches, "t", st, parser) for r in recs]
+    assert got and st.unrecognized == 0 and parser._parser is None
+    damaged = b"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] ->\n"
+    batches = iter_batches(io.BytesIO(damaged), "t", st.damaged)
+    assert [r for recs, _ in pipeline.parse_batches(batches, "t", st, parser) for r in recs]
+    assert parser._parser is not None
+
+
+def test_the_generated_markers_are_the_grammars() -> None:
+    """``patterns.MARKERS`` is what the grammar's terminals give today (``generate --check``
+    says the same for the whole file)."""
+    from ncclscope.parse.grammar import lark_parser, marker_patterns
+    from ncclscope.parse.patterns import MARKERS
+
+    assert marker_patterns(lark_parser()) == MARKERS

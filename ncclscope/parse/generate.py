@@ -59,7 +59,7 @@ from lark.lexer import PatternStr, TerminalDef
 from lark.load_grammar import GrammarBuilder
 
 from ncclscope.model.records import KINDS, Part, Record
-from ncclscope.parse.grammar import grammar_text, lark_parser
+from ncclscope.parse.grammar import grammar_text, lark_parser, marker_patterns
 from ncclscope.parse.pattern_types import (
     Convert,
     EnvelopeGroup,
@@ -1581,6 +1581,7 @@ def render() -> str:
         "    FieldPattern,",
         "    KindPattern,",
         "    LarkOnly,",
+        "    MarkerPatterns,",
         ")",
         "",
         f"GRAMMAR_HASH = {grammar_hash()!r}",
@@ -1590,6 +1591,8 @@ def render() -> str:
         "KINDS: tuple[KindPattern, ...] = " + _repr(tuple(kinds)).lstrip(),
         "",
         "LARK_ONLY: tuple[LarkOnly, ...] = " + _repr(tuple(lark_only)).lstrip(),
+        "",
+        "MARKERS = " + _repr(marker_patterns(lark_parser())).lstrip(),
         "",
     ]
     return "\n".join(lines)

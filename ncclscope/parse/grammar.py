@@ -19,6 +19,7 @@ from lark.grammar import NonTerminal, Terminal
 from lark.lexer import PatternStr
 
 from ncclscope.errors import InstallError
+from ncclscope.parse.pattern_types import MarkerPatterns
 from ncclscope.parse.transform import RecordBuilder
 
 START_RULES = ("envelope", "message", "foreign", "split_markers")
@@ -248,7 +249,7 @@ _STAMP_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "TS_SYSLOG")
 _COLLECTOR_TERMINALS = ("TS_BRACKET", "TS_ISO", "TS_PIPE", "COLUMN_SEP")
 
 
-def _tail(parser: Lark, names: tuple[str, ...]) -> re.Pattern[str]:
+def _tail(parser: Lark, names: tuple[str, ...]) -> str:
     """A run of these envelope terminals (and blanks) that ends the text, at least one token.
 
     Each token is atomic: none of these terminals starts with a blank, and a token once read is
@@ -256,7 +257,7 @@ def _tail(parser: Lark, names: tuple[str, ...]) -> re.Pattern[str]:
     was tried in every way its optional parts allow (time exponential in its length, issue #18);
     the caller also bounds how far back it searches (``TAIL_WINDOW``)."""
     alt = _alternation(parser, names)
-    return re.compile(rf"(?>\s*+(?:{alt}))+\s*+$")
+    return rf"(?>\s*+(?:{alt}))+\s*+$"
 
 
 #: how far before its end a text is searched for a launcher/collector tail: real tails are a few
@@ -269,9 +270,9 @@ TAIL_WINDOW = 512
 RAY_REPEATED_END = "x across cluster]"
 
 
-@functools.cache
-def markers() -> Markers:
-    parser = lark_parser()
+def marker_patterns(parser: Lark) -> MarkerPatterns:
+    """The markers' regex texts, read from the grammar's terminals (at build time: the generator
+    writes them into ncclscope/parse/patterns.py, and ``markers`` compiles that copy)."""
     literals: list[str] = []
     regexes: list[str] = []
     for name in sorted(_first_terminals(parser, "foreign")):
@@ -280,24 +281,44 @@ def markers() -> Markers:
             literals.append(str(pattern.value))
         else:
             regexes.append(str(pattern.to_regexp()))
-    return Markers(
-        level=re.compile(_terminal_regex(parser, "LEVEL")),
-        legacy_level=re.compile(
+    return MarkerPatterns(
+        level=_terminal_regex(parser, "LEVEL"),
+        legacy_level=(
             f"(?P<who>{_search_alternation(parser, ('WHO',))}) (?:{_terminal_regex(parser, 'DEV')}) "
             f"(?:(?:{_terminal_regex(parser, 'SRC_LOC')}) )?"
             f"(?P<level>{_terminal_regex(parser, 'LEGACY_LEVEL')})"
         ),
-        cut_level=re.compile(
+        cut_level=(
             f"(?:{_search_alternation(parser, ('WHO',))}) (?:{_terminal_regex(parser, 'DEV')}) "
             f"(?:(?:{_terminal_regex(parser, 'SRC_LOC')}) )?"
             f"(?P<level>{_terminal_regex(parser, 'CUT_LEVEL')})"
         ),
-        banner=re.compile(_terminal_regex(parser, "BANNER")),
-        ray_repeated=re.compile(_terminal_regex(parser, "RAY_REPEATED")),
-        who=re.compile(_search_alternation(parser, ("WHO",))),
+        banner=_terminal_regex(parser, "BANNER"),
+        ray_repeated=_terminal_regex(parser, "RAY_REPEATED"),
+        who=_search_alternation(parser, ("WHO",)),
         envelope_tail=_tail(parser, _LAUNCHER_TERMINALS + _COLLECTOR_TERMINALS),
         launcher_tail=_tail(parser, _LAUNCHER_TERMINALS),
         launcher_tags=_alternation(parser, _LAUNCHER_TERMINALS),
         foreign_literals=tuple(literals),
-        foreign_regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None,
+        foreign_regex="|".join(f"(?:{r})" for r in regexes) if regexes else None,
+    )
+
+
+@functools.cache
+def markers() -> Markers:
+    """The markers, compiled from the generated copy of their texts: no Lark load."""
+    from ncclscope.parse.patterns import MARKERS as p
+
+    return Markers(
+        level=re.compile(p.level),
+        legacy_level=re.compile(p.legacy_level),
+        cut_level=re.compile(p.cut_level),
+        banner=re.compile(p.banner),
+        ray_repeated=re.compile(p.ray_repeated),
+        who=re.compile(p.who),
+        envelope_tail=re.compile(p.envelope_tail),
+        launcher_tail=re.compile(p.launcher_tail),
+        launcher_tags=p.launcher_tags,
+        foreign_literals=p.foreign_literals,
+        foreign_regex=re.compile(p.foreign_regex) if p.foreign_regex is not None else None,
     )

@@ -103,3 +103,22 @@ class LarkOnly:
     reason: str
     #: the alternatives of the kind's rule left to Lark; empty: all of them
     alternatives: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class MarkerPatterns:
+    """The line splitter's markers (``ncclscope.parse.grammar.Markers``) as Python regex texts,
+    read from the grammar's terminals at build time, so that a run whose lines the patterns
+    read whole never loads Lark. Python's dialect, not polars': the splitter runs them."""
+
+    level: str
+    legacy_level: str
+    cut_level: str
+    banner: str
+    ray_repeated: str
+    who: str
+    envelope_tail: str
+    launcher_tail: str
+    launcher_tags: str
+    foreign_literals: tuple[str, ...]
+    foreign_regex: str | None
