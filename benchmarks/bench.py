@@ -370,7 +370,7 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         ("LineParser._lark",),
         "Lark is loaded by the first line it has to read (the splitter's markers are generated "
         "with the patterns): a log the patterns read whole never loads it. diagnose of an "
-        "18-line real log (fixtures/real/043-…): 0.59-0.66 -> 0.39-0.40 s, 116 -> 101 MB",
+        "18-line real log (fixtures/real/043-…): 0.42-0.46 -> 0.34-0.35 s, 113 -> 98 MB",
     ),
     (
         "ncclscope/parse/parser.py",
