@@ -136,7 +136,7 @@ class LineParser:
     @property
     def _lark(self) -> Lark:
         # loaded by the first line Lark reads: a log the patterns read whole never pays for it
-        # (0.1 s and 17 MB, a third of a small log's diagnose)
+        # (~0.1 s and ~15 MB: a fifth of a short excerpt's diagnose)
         if self._parser is None:
             self._parser = lark_parser()
         return self._parser
