@@ -54,7 +54,12 @@ def _init_lines(job: _Job, comm: int, members: list[int]) -> Iterator[str]:
             yield job.info(rank, "cudaDriverVersion 12020")
             yield job.info(rank, "NCCL_SOCKET_IFNAME set by environment to eth0")
             yield job.info(rank, f"Bootstrap : Using eth0:10.1.0.{rank // GPUS_PER_HOST}<0>")
-            yield job.info(rank, "NET/Plugin : dlerror=libnccl-net.so: cannot open shared object")
+            yield job.info(
+                rank,
+                "NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot "
+                "open shared object file: No such file or directory",
+            )
+            yield job.info(rank, "NET/Plugin : No plugin found, using internal implementation")
             yield job.info(
                 rank, "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.1.0.1<0>"
             )
@@ -80,7 +85,7 @@ def _init_lines(job: _Job, comm: int, members: list[int]) -> Iterator[str]:
         yield job.info(
             rank,
             f"comm {comm_ptr + rank:#x} rank {r} nranks {n} cudaDev {dev} "
-            f"nvmlDev {dev} busId {bus} commId {comm_id:#x} localSize 8 used 1234 bytes - Init COMPLETE",
+            f"nvmlDev {dev} busId {bus} commId {comm_id:#x} - Init COMPLETE",
         )
 
 
