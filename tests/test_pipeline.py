@@ -671,6 +671,11 @@ def test_a_message_that_repeated_is_converted_once_per_run(
     # the second read converts only the messages that came once in the first (a message
     # printed once is not held)
     assert len(converted) == 2 and 0 < converted[1] < converted[0]
+    # a memo that holds nothing (its bound reached) converts every batch's messages again
+    monkeypatch.setattr(pipeline.match, "MEMO_MESSAGES", 0)
+    converted.clear()
+    assert read("columnar") == got
+    assert len(converted) == 2 and converted[1] == converted[0]
 
 
 def test_a_log_the_patterns_read_whole_does_not_load_lark() -> None:
@@ -696,3 +701,22 @@ def test_the_generated_markers_are_the_grammars() -> None:
     from ncclscope.parse.patterns import MARKERS
 
     assert marker_patterns(lark_parser()) == MARKERS
+
+
+def test_the_run_memo_holds_at_most_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log whose every line came twice (a teed output) repeats every collective call: the
+    memo keeps the first ``MEMO_MESSAGES`` repeated messages and no more, and still gives each
+    batch what the patterns give it."""
+    monkeypatch.setattr(pipeline.match, "MEMO_MESSAGES", 5)
+    calls = [
+        f"AllReduce: opCount {op:x} sendbuff 0x7f00 recvbuff 0x7f00 count 8 datatype 7 op 0 "
+        f"root 0 comm 0x55 [nranks=2] stream 0x56"
+        for op in range(40)
+    ]
+    memo = pipeline.match.MessageMemo()
+    for batch in ([c for c in calls[:20] for _ in range(2)], calls[::-1]):
+        got = memo.tables(pl.Series(batch, dtype=pl.String))
+        want = pipeline.match.message_columns(pl.Series(batch, dtype=pl.String)).tables
+        assert sorted(got) == sorted(want) == ["coll_call"]
+        assert got["coll_call"].equals(want["coll_call"])
+        assert memo.index.height == 5

@@ -542,6 +542,14 @@ def message_columns(messages: pl.Series) -> MessageTables:
 # --- a run's messages ----------------------------------------------------------------------------
 
 
+#: messages a run's memo holds at most. A big job's init repeats a few thousand (the 100 MB
+#: init-heavy log ~2,500, the 4,096-GPU bigjob log ~600); a log whose every line came twice (a
+#: teed or doubly captured output) repeats all of its collective calls, and an unbounded memo
+#: held them all (100 MB of such a COLL-heavy log: 258 -> 368 MB peak). Bounded, it costs at
+#: most a few MB, and a run reads the same either way: the memo only spares typing again.
+MEMO_MESSAGES: Final = 16384
+
+
 class MessageMemo:
     """The messages a run has typed, by text, for the batches after the one they came in.
 
@@ -589,10 +597,17 @@ class MessageMemo:
     def _keep(self, new: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> None:
         """Keep the new messages that repeated in their batch: each kind's typed row (of the
         message's first line), and the texts no pattern took."""
-        # positions in ``new`` (what the typed tables' rows are) of the messages that repeated
+        room = MEMO_MESSAGES - self.index.height
+        if room <= 0:
+            return
+        # positions in ``new`` (what the typed tables' rows are) of the messages that repeated,
+        # the first ``room`` of them
         at = new.with_row_index("at").filter(pl.len().over("msg") > 1).select("at", "msg")
         if not at.height:
             return
+        repeated = at.get_column("msg").unique(maintain_order=True)
+        if repeated.len() > room:
+            at = at.filter(pl.col("msg").is_in(repeated.head(room).implode()))
         index: list[pl.DataFrame] = []
         taken: list[pl.DataFrame] = []
         for kind, table in typed.items():

@@ -853,9 +853,13 @@ def _batch_records(
                 rows = [first[j] for j in new]
                 converted = _field_dicts(cls, own, [table.get_column(c).gather(rows) for c in own])
                 fresh = dict(zip(new, converted, strict=True))
-                # kept for later batches where the message repeated in this one: a message
-                # printed once (a rank's own tree) is not worth holding
-                known.update((distinct[j], fresh[j]) for j in new if repeats[j])
+                # kept for later batches where the message repeated in this one (a message
+                # printed once, a rank's own tree, is not worth holding), as many as the run's
+                # memo holds messages
+                room = match.MEMO_MESSAGES - len(known)
+                if room > 0:
+                    keep = [j for j in new if repeats[j]][:room]
+                    known.update((distinct[j], fresh[j]) for j in keep)
                 fields = [
                     fresh[j] if j in fresh else known[text] for j, text in enumerate(distinct)
                 ]
