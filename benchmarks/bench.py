@@ -354,7 +354,8 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "(the log's 14 batches, 0.75 -> 0.33 s). It holds 16,384 messages at most "
         "(``MEMO_MESSAGES``: a log whose every line came twice repeats all its calls). It also "
         "holds the own fields of those messages' records as Python values "
-        "(``fields``, read and filled by pipeline._batch_records), converted once per run, "
+        "(``fields``, kept by ``hold_fields`` within the same bound and read by "
+        "pipeline._batch_records), converted once per run, "
         "not once per batch: 967 messages on that log, and its records took 1.10 instead of "
         "1.54 s",
     ),

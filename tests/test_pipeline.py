@@ -679,7 +679,7 @@ def test_a_message_that_repeated_is_converted_once_per_run(
 
 
 def test_a_log_the_patterns_read_whole_does_not_load_lark() -> None:
-    """Lark (0.1 s and 17 MB to load) is loaded by the first line it has to read: a clean log's
+    """Lark (~0.1 s and ~15 MB to load) is loaded by the first line it has to read: a clean log's
     lines are all the patterns', and the splitter's markers come from the generated copy of the
     grammar's terminals (a damaged line then loads it, and is read as before)."""
     log = Path(__file__).resolve().parent.parent / "fixtures/real/043-4xa100-mixed-p2p-shm.log"

@@ -29,7 +29,8 @@ After all of it: envelopes ~0.1 s CPU on either log; messages 0.7-0.9 s CPU on e
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -568,7 +569,8 @@ class MessageMemo:
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
         #: the own fields of the records of messages that repeated in their batch, as the
-        #: record classes take them, by text (ncclscope.parse.pipeline._batch_records)
+        #: record classes take them, by text (``hold_fields``; read by
+        #: ncclscope.parse.pipeline._batch_records)
         self.fields: dict[str, dict[str, Any]] = {}
 
     def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
@@ -593,6 +595,13 @@ class MessageMemo:
             held = self.store[str(kind)][part.get_column("slot")]
             tables.setdefault(str(kind), []).append(held.insert_column(0, part.get_column("row")))
         return {kind: pl.concat(parts).sort("row") for kind, parts in tables.items()}
+
+    def hold_fields(self, fields: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep these messages' record fields (text, fields) for later batches, as many as the
+        memo has room for."""
+        room = MEMO_MESSAGES - len(self.fields)
+        if room > 0:
+            self.fields.update(itertools.islice(fields, room))
 
     def _keep(self, new: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> None:
         """Keep the new messages that repeated in their batch: each kind's typed row (of the

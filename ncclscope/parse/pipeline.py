@@ -436,7 +436,7 @@ def _columnar(
         for k, part in _by_segment(frame.rows):
             out[k][1].append(KindFrame(cls, part.drop("src")))
     if together:
-        built, where = _batch_records(base, messages, together, sources, memo.fields)
+        built, where = _batch_records(base, messages, together, sources, memo)
         records.extend(built)
         if collapse:
             ends.append(where)
@@ -819,7 +819,7 @@ def _batch_records(
     messages: pl.Series,
     kinds: list[tuple[type[Record], pl.DataFrame]],
     sources: list[str],
-    known: dict[str, dict[str, Any]],
+    memo: match.MessageMemo,
 ) -> tuple[list[Record], pl.DataFrame]:
     """The records of these kinds' tables (``row``: a row of ``base`` and of ``messages``), and
     the ``src``, ``line``, ``host`` and ``pid`` of their rows (where runs of a connection's
@@ -830,9 +830,10 @@ def _batch_records(
     a kind costs no query of its own, where a table per kind took half a dozen (a batch of the
     100 MB init-heavy log holds ~75 kinds: ~1,000 queries, 1.6 s of its 10).
 
-    ``known``: the own fields of messages that repeated in an earlier batch, by text (the run's
-    ``MessageMemo.fields``), added to here: a big job's init messages repeat across batches, and
-    their fields are converted once per run, not once per batch."""
+    ``memo``: the run's, whose ``fields`` hold the own fields of messages that repeated in an
+    earlier batch, by text: a big job's init messages repeat across batches, and their fields
+    are converted once per run, not once per batch."""
+    known = memo.fields
     at = pl.concat([table.get_column("row") for _cls, table in kinds])
     picked = base.select(pl.all().gather(at))
     envelopes = _Envelopes.of(picked)
@@ -848,23 +849,16 @@ def _batch_records(
             codes, first, repeats = _codes(texts[start : start + n])
             distinct = [texts[start + pos] for pos in first]
             new = [j for j, text in enumerate(distinct) if text not in known]
+            fresh: dict[int, dict[str, Any]] = {}
             if new:
                 # gathered as Series: a query per kind and batch cost ~70 µs, ~1,000 per 100 MB
                 rows = [first[j] for j in new]
                 converted = _field_dicts(cls, own, [table.get_column(c).gather(rows) for c in own])
                 fresh = dict(zip(new, converted, strict=True))
-                # kept for later batches where the message repeated in this one (a message
-                # printed once, a rank's own tree, is not worth holding), as many as the run's
-                # memo holds messages
-                room = match.MEMO_MESSAGES - len(known)
-                if room > 0:
-                    keep = [j for j in new if repeats[j]][:room]
-                    known.update((distinct[j], fresh[j]) for j in keep)
-                fields = [
-                    fresh[j] if j in fresh else known[text] for j, text in enumerate(distinct)
-                ]
-            else:
-                fields = [known[text] for text in distinct]
+                # kept for later batches where the message repeated in this one: a message
+                # printed once (a rank's own tree) is not worth holding
+                memo.hold_fields((distinct[j], fresh[j]) for j in new if repeats[j])
+            fields = [fresh[j] if j in fresh else known[text] for j, text in enumerate(distinct)]
         out.extend(_build(cls, envelopes.cut(start, start + n), codes, fields, sources))
         start += n
     return out, picked.select("src", "line", "host", "pid")

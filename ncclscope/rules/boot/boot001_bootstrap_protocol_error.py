@@ -42,9 +42,9 @@ def _check_bootstrap_root(job: Job) -> Iterator[Finding]:
         ``<ipv4>:<port>`` / ``[<ipv6>]:<port>`` format for ``NCCL_COMM_ID``.
     """
     v = views(job)
-    twice = [r for r in job.of(BootstrapRootError) if r.peer_nranks is None and r.rank is not None]
-    told = {id(r) for r in twice}
-    sizes = [r for r in job.of(BootstrapRootError) if id(r) not in told]
+    errors = job.of(BootstrapRootError)
+    twice = [r for r in errors if r.peer_nranks is None and r.rank is not None]
+    sizes = [r for r in errors if not (r.peer_nranks is None and r.rank is not None)]
     if twice:
         ranks = sorted({r.rank for r in twice if r.rank is not None})
         n = max((r.nranks or 0) for r in twice)

@@ -40,8 +40,7 @@ def _check_shm_space(job: Job) -> Iterator[Finding]:
     space = [r for r in [*job.of(ShmError), *job.of(CallFailed)] if _shm_space(r)]
     if not space:
         return
-    taken = {id(r) for r in space}
-    creating = [r for r in job.of(ShmError) if id(r) not in taken and not _ignored(r)]
+    creating = [r for r in job.of(ShmError) if not _shm_space(r) and not _ignored(r)]
     recs = sorted([*space, *creating], key=job.input_order())
     sizes = [r.size for r in recs if isinstance(r, ShmError) and r.size is not None]
     want = f" NCCL asked for segments of up to {max(sizes):,} bytes." if sizes else ""
