@@ -77,16 +77,23 @@ class ErrorChain:
         return None
 
 
-@dataclass
+@dataclass(slots=True)
 class Process:
     """One process (host, pid): what it reported about itself."""
 
     host: str | None
     pid: int | None
-    sources: set[str] = field(default_factory=set)
-    devs: set[int] = field(default_factory=set)
+    #: the CUDA devices its lines named, first named first. A tuple, not a set: a big job has a
+    #: process per GPU, each naming one or two devices, and a tuple of ints is left alone by
+    #: the garbage collector after its first pass, where a set is traced by every full pass.
+    devs: tuple[int, ...] = ()
     #: the settings NCCL said it read, by name (the last value wins, as in NCCL)
     env: dict[str, EnvSetting] = field(default_factory=dict)
+
+    def add_devs(self, devs: Iterable[int]) -> None:
+        new = tuple(d for d in dict.fromkeys(devs) if d not in self.devs)
+        if new:
+            self.devs += new
 
 
 @dataclass
@@ -329,9 +336,7 @@ class JobBuilder:
             summ = job.summaries[b.kind]
             summ.count += b.count
             for _first, host, pid, devs in b.processes:
-                proc = job.processes[(host, pid)]
-                proc.sources.add(b.source)
-                proc.devs.update(devs)
+                job.processes[(host, pid)].add_devs(sorted(devs))
             for _first, slot, last, rows in b.slots:
                 key = (b.kind, slot)
                 pending = self._pending.get(key)
@@ -399,9 +404,8 @@ class JobBuilder:
             proc = self.job.processes[key] = Process(rec.host, rec.pid)
             if rec.host is not None:
                 self._hosts.add((rec.host,))
-        proc.sources.add(rec.source)
-        if rec.dev is not None:
-            proc.devs.add(rec.dev)
+        if rec.dev is not None and rec.dev not in proc.devs:
+            proc.devs += (rec.dev,)
         if isinstance(rec, EnvSetting):
             proc.env[rec.name] = rec
 
@@ -517,7 +521,9 @@ def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
             owners = [h for h in candidates if pid in pids[h]]
             if len(owners) > 1:
                 devs = job.processes[(printed, pid)].devs
-                owners = [h for h in owners if devs and devs <= job.processes[(h, pid)].devs]
+                owners = [
+                    h for h in owners if devs and set(devs) <= set(job.processes[(h, pid)].devs)
+                ]
             if len(owners) == 1:
                 out[(printed, pid)] = owners[0]
     return out
@@ -562,8 +568,7 @@ def _reconcile(job: Job) -> None:
     for key, host in moved.items():
         proc = job.processes.pop(key)
         target = job.processes.setdefault((host, key[1]), Process(host, key[1]))
-        target.sources |= proc.sources
-        target.devs |= proc.devs
+        target.add_devs(proc.devs)
         for name, setting in proc.env.items():
             target.env.setdefault(name, cast(EnvSetting, fix(setting)))
         printed = key[0]
