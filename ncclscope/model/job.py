@@ -161,8 +161,9 @@ class Job:
         self.cache: dict[str, object] = {}
         #: damaged envelopes put back on the process clean lines established (see _reconcile)
         self.repairs: list[Repair] = []
-        #: records per process, for the processes of a host whose name ends like another's
-        #: (the only ones a repair can move); others are not counted, to keep bulks cheap
+        #: lines per process that the model keeps no record of (a summarised kind's), for the
+        #: processes of a host whose name ends like another's (the only ones a repair can move)
+        #: where they came as columns: _reconcile adds the lines of the records it moves
         self.lines_per_process: Counter[ProcessKey] = Counter()
         #: where each process printed first (source, line)
         self.first_seen: dict[ProcessKey, tuple[str, int]] = {}
@@ -276,9 +277,11 @@ class JobBuilder:
             summ.last[slot] = rec
             if self._pending:
                 self._pending.pop((kind, slot), None)
+            if rec.host is not None or rec.pid is not None:
+                job.lines_per_process[(rec.host, rec.pid)] += 1
         else:
             job._by_kind[kind].append(rec)
-        self._process(rec, lines)
+        self._process(rec)
         self._chain(rec, thread)
 
     def add_batch(self, records: list[Record], bulks: list[Bulk], collapsed: bool = False) -> None:
@@ -393,11 +396,10 @@ class JobBuilder:
         # A placeholder keeps the slot's place; add_batch fills it at the end of the batch.
         self.job.summaries[kind].last.setdefault(slot, None)  # type: ignore[arg-type]
 
-    def _process(self, rec: Record, lines: int = 1) -> None:
+    def _process(self, rec: Record) -> None:
         if rec.host is None and rec.pid is None:
             return
         key: ProcessKey = (rec.host, rec.pid)
-        self.job.lines_per_process[key] += lines
         proc = self.job.processes.get(key)
         if proc is None:
             self.job.first_seen[key] = (rec.source, rec.line)
@@ -551,6 +553,9 @@ def _reconcile(job: Job) -> None:
 
     for kind, recs in job._by_kind.items():
         job._by_kind[kind] = [fix(r) for r in recs]
+    # the lines of the moved processes' records (the lines of summarised kinds are counted)
+    for key, lines in counts.items():
+        job.lines_per_process[key] += lines
     for summ in job.summaries.values():
         last: dict[SlotKey, Record] = {}
         for slot, rec in summ.last.items():
