@@ -18,6 +18,10 @@ How the grammar maps to a regex:
 
 * a token is its terminal's regex (a string literal escaped), preceded by the ``%ignore``d blanks
   (`` *``); a terminal's capture groups become non-capturing;
+* an optional part whose first token cannot start with a blank reads the blanks after it
+  inside itself, and the token after it reads none: `` *(?:A *)?B`` for `` (?: *A)? *B``, the
+  same texts and captures; the regex then never chooses which run of blanks takes a blank, and a
+  regex with no choice to make is one the regex crate reads the captures of in one pass;
 * sequence, ``|``, ``?``, ``*`` and ``+`` are themselves; alternatives are tried in the order
   Lark's lexer tries their first tokens (priority, then width), and an optional token is first
   tried absent where the token after it comes first in that order (``SRC_RTYPE? SRC_LOC``); the
@@ -393,6 +397,33 @@ def _atom_end(regex: str) -> int:
     return 1
 
 
+def _solid_start(regex: str, depth: int = 0) -> bool:
+    """Whether every text this (Rust-dialect) regex matches starts with a character that is not
+    a blank (False where that is not worked out)."""
+    if not regex or depth > 8:
+        return False
+    end = _atom_end(regex)
+    atom, quant = regex[:end], regex[end : end + 1]
+    if quant in ("?", "*", "{"):
+        return False  # the atom may be absent: what follows it would start the text
+    if atom.startswith("("):
+        head = re.match(r"\((?:\?:|\?P<\w+>)?", atom)
+        if head is None or atom.startswith(("(?=", "(?!", "(?<")):
+            return False
+        inner = atom[head.end() : -1]
+        return all(_solid_start(branch, depth + 1) for branch in _split_alternatives(inner))
+    if atom in ("\\S", "\\d", "\\w"):
+        return True
+    if atom.startswith("\\") and atom[1:2].isalpha():
+        return False  # \s, \b, \D, … : a blank, an assertion, or not worked out
+    if atom == ".":
+        return False
+    try:
+        return re.fullmatch(atom, " ") is None and re.fullmatch(atom, "\t") is None
+    except re.error:
+        return False
+
+
 def regex_leads(regex: str, depth: int = 0) -> frozenset[str] | None:
     """The dispatch keys a text this (Rust-dialect) regex matches can start with; None where
     that is not worked out (the kind is then a candidate for every message)."""
@@ -729,6 +760,17 @@ class Emitter:
                     chars = self.literal_chars
                     rx, ld, _ = self.emit(inner, field_name)
                     self.literal_chars = chars
+                    sep = self.view.separator
+                    if rx.startswith(sep) and not self.glue and _solid_start(rx[len(sep) :]):
+                        # The blanks after the optional part are read inside it, where it was
+                        # printed, and the next token takes none (glued): `(?: *A)? *B` as
+                        # ` *(?:A *)?B`, the same text and captures where A cannot start with a
+                        # blank. The regex engine then never has to choose which of two runs
+                        # of blanks takes them, and a regex with no such choice is one it can
+                        # read the captures of in one pass (the regex crate's one-pass DFA,
+                        # several times faster than its backtracker).
+                        self.glue = True
+                        return f"{sep}(?:{rx[len(sep) :]}{sep})?", ld, True
                     return f"(?:{rx})?", ld, True
                 if op in ("*", "+"):
                     return self.repeat(inner, op, field_name)

@@ -15,7 +15,7 @@ from ncclscope.parse.pattern_types import (
     MarkerPatterns,
 )
 
-GRAMMAR_HASH = "62ab65b096bd273a"
+GRAMMAR_HASH = "8aaa5d017c4de7dc"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e2>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e3>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e6>[0-9]+: )| *(?P<e7>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e10>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e12>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e13>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e16>[0-9]+: )| *(?P<e17>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e20>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e22>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e23>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e26>[0-9]+: )| *(?P<e27>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e30>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e32>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e33>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e36>[0-9]+: )| *(?P<e37>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e40>\\[(?:rank|default)[0-9]+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:[0-9]++:[0-9]++)(?: |$)(?: *(?P<e42>\\[[0-9]+\\]))?| *(?P<e43>\\[[0-9]+\\])))?(?:(?: *[0-9]++\\.[0-9]++  *(?P<e44>[^\\s\\[\\]]+:[0-9]+)|(?: *[A-Za-z_][0-9A-Za-z_]*)?? *(?P<e45>[^\\s\\[\\]]+:[0-9]+)(?: *(?P<e46>\\([0-9A-Za-z_:~<>*, ]+\\)))?))? *$",
@@ -343,7 +343,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="gdr_hca",
-        pattern="^(?P<ok>) *NET\\/ *(?P<g1>[^:]+?)  *: *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *HCA *(?P<g3>[0-9]+) *' *(?P<g4>[^']+) *'(?: *\\( *(?P<g5>[^)\\s](?:[^)]*[^)\\s])?) *\\))?$",
+        pattern="^(?P<ok>) *NET\\/ *(?P<g1>[^:]+?)  *: *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *HCA *(?P<g3>[0-9]+) *' *(?P<g4>[^']+) *' *(?:\\( *(?P<g5>[^)\\s](?:[^)]*[^)\\s])?) *\\) *)?$",
         fields=(
             FieldPattern(
                 name="net",
@@ -440,7 +440,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_closed",
-        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin))(?: *')?? *(?P<g2>[^\\s']+)(?: *')?$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+\\/Plugin ?: ?Closing (?:net plugin|collnet plugin|coll plugin|tuner:|profiler plugin|env plugin)) *(?:' *)??(?P<g2>[^\\s']+) *(?:' *)?$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -459,7 +459,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="collective_mismatch",
-        pattern="^(?P<ok>) *(?:Mismatched collective detected, please check your collective calls at and around rank|Your program may be hanging, this may be caused by a collective mismatch around rank) *-?[0-9]+(?: *\\.(?: .*)?$)?$",
+        pattern="^(?P<ok>) *(?:Mismatched collective detected, please check your collective calls at and around rank|Your program may be hanging, this may be caused by a collective mismatch around rank) *-?[0-9]+ *(?:\\.(?: .*)?$ *)?$",
         fields=(),
         leads=(
             "w:Mismatched",
@@ -469,7 +469,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_symbol_missing",
-        pattern="^(?P<ok>) *(?P<g1>(?:(?:NET|TUNER|PROFILER)\\/Plugin|Tuner) ?: ?[Ff]ailed to find nccl(?:CollNet|Net|Tuner|Profiler)(?:Plugin)?)(?: *_v *(?P<g2>[0-9]+))?(?: *symbol)?(?:(?: *in plugin *\\( *(?P<g3>lib[0-9A-Za-z_.\\[\\]-]+) *\\) *, *using default tuner instead| *, *using internal tuner instead| *\\( *(?P<g4>[^)\\s](?:[^)]*[^)\\s])?) *\\)(?: *\\.\\s+nccl[0-9A-Za-z_]+ symbols .*\\.$)?))?(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:(?:NET|TUNER|PROFILER)\\/Plugin|Tuner) ?: ?[Ff]ailed to find nccl(?:CollNet|Net|Tuner|Profiler)(?:Plugin)?) *(?:_v *(?P<g2>[0-9]+) *)?(?:symbol)?(?:(?: *in plugin *\\( *(?P<g3>lib[0-9A-Za-z_.\\[\\]-]+) *\\) *, *using default tuner instead| *, *using internal tuner instead| *\\( *(?P<g4>[^)\\s](?:[^)]*[^)\\s])?) *\\) *(?:\\.\\s+nccl[0-9A-Za-z_]+ symbols .*\\.$ *)?))? *(?:\\. *)?$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -567,7 +567,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_handshake_failed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*))(?: *from *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *>)? *:(?: *(?P<g5>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g6>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g7>-?(?:0x)?[0-9a-fA-F]+) *\\) *, *discarding peer connection| *(?P<g8>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g9>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g10>-?(?:0x)?[0-9a-fA-F]+) *--[^)]* *\\) *, *discarding peer connection| *(?P<g11>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g12>[^\\s<>]+)< *(?P<g13>[0-9]+) *> *failed *, *discarding peer connection| *(?P<g14>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g15>[^\\s<>]+)< *(?P<g16>[0-9]+) *>| *wrong *(?P<g17>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g18>-?(?:0x)?[0-9a-fA-F]+) *!= *(?P<g19>-?(?:0x)?[0-9a-fA-F]+)| *peer *(?P<g20>[^\\s<>]+)< *(?P<g21>[0-9]+) *> *(?P<g22>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *, *discarding)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *(?:from *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *> *)?:(?: *(?P<g5>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g6>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g7>-?(?:0x)?[0-9a-fA-F]+) *\\) *, *discarding peer connection| *(?P<g8>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *\\( *peer *(?P<g9>-?(?:0x)?[0-9a-fA-F]+) *!= *expected *(?P<g10>-?(?:0x)?[0-9a-fA-F]+) *--[^)]* *\\) *, *discarding peer connection| *(?P<g11>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g12>[^\\s<>]+)< *(?P<g13>[0-9]+) *> *failed *, *discarding peer connection| *(?P<g14>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g15>[^\\s<>]+)< *(?P<g16>[0-9]+) *>| *wrong *(?P<g17>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *(?P<g18>-?(?:0x)?[0-9a-fA-F]+) *!= *(?P<g19>-?(?:0x)?[0-9a-fA-F]+)| *peer *(?P<g20>[^\\s<>]+)< *(?P<g21>[0-9]+) *> *(?P<g22>(?:didn't\\ receive\\ a\\ valid\\ magic\\ from|closed\\ before\\ magic\\ handshake|handshake\\ receive\\ from|socket\\ magic\\ mismatch|wrong\\ socket\\ type|magic|type)) *, *discarding)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -657,7 +657,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_connect_failed",
-        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *poll\\(\\) *returned *-?[0-9]+(?: *,)?(?: *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>)(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *poll\\(\\) *returned *-?[0-9]+ *(?:, *)?(?:\\S(?:.*\\S)?)?$",
         fields=(),
         leads=(
             "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
@@ -685,7 +685,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="no_interface_found",
-        pattern="^(?P<ok>) *no device found  *(?P<g1>(?:after\\ excluding|matching)) *(?P<g2>[^\\s,]+)(?: *, *(?:verify|ignoring).*)?$",
+        pattern="^(?P<ok>) *no device found  *(?P<g1>(?:after\\ excluding|matching)) *(?P<g2>[^\\s,]+) *(?:, *(?:verify|ignoring).* *)?$",
         fields=(
             FieldPattern(
                 name="filter_how",
@@ -726,7 +726,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *Invalid *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *\\( *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *-?[0-9]+ *\\)(?: *\\.)?$",
+        pattern="^(?P<ok>) *Invalid *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *\\( *(?:must\\ be\\ a\\ multiple\\ of|is\\ not\\ valid|is\\ too\\ low|maximum|minimum) *-?[0-9]+ *\\) *(?:\\. *)?$",
         fields=(),
         leads=("w:Invalid",),
         guard=True,
@@ -734,7 +734,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_node",
-        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g3> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g4>[0-9]+) *\\])?)?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g2>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g3> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\) *(?:\\[ *MLOPart *(?P<g4>[0-9]+) *\\] *)?)?$",
         fields=(
             FieldPattern(
                 name="node_type",
@@ -851,7 +851,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_peer_closed",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *Connection closed by remote peer(?: *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *>)?$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *Connection closed by remote peer *(?:(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *> *)?$",
         fields=(
             FieldPattern(
                 name="function",
@@ -930,7 +930,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_error",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *socket state *\\( *(?P<g3>-?[0-9]+)(?: */ *(?P<g4>-?[0-9]+))?? *\\) *is not ready$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*)| *(?P<g2>ncclSocket[A-Z][0-9A-Za-z_]*)) *:| *Net  *:) *socket state *\\( *(?P<g3>-?[0-9]+) *(?:/ *(?P<g4>-?[0-9]+) *)??\\) *is not ready$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1124,7 +1124,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_connect_give_up",
-        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:)(?:(?: *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *[0-9]+ *>| *connect) *returned *\\S[^,]* *,)? *exceeded *(?:error\\ retry\\ count|timeouts|retries)(?: *after *[0-9]+ *attempts| *\\( *[0-9]+ *\\))(?: *, *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>)(?:(?: *(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*| *ncclSocket[A-Z][0-9A-Za-z_]*) *:| *Net *:)(?:(?: *(?:Connect\\ to|connect\\ to) *[^\\s<>]+ *< *[0-9]+ *>| *connect) *returned *\\S[^,]* *,)? *exceeded *(?:error\\ retry\\ count|timeouts|retries)(?: *after *[0-9]+ *attempts| *\\( *[0-9]+ *\\)) *(?:, *\\S(?:.*\\S)? *)?$",
         fields=(),
         leads=(
             "r:(?:ncclOs|ncclSocket|ncclNet)?[sS]ocket[A-Z][0-9A-Za-z_]*",
@@ -1171,7 +1171,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="api_arg_error",
-        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+)  *: *(?P<g2>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)) *(?P<g3>(?:reduction\\ operation|root|type)) *(?P<g4>-?[0-9]+)(?: *\\( *root should be in the 0\\.\\. *(?P<g5>[0-9]+) *range *\\))?$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_]+)  *: *(?P<g2>(?:unknown\\ to\\ this\\ communicator|is\\ not\\ a\\ valid\\ pointer|allocated\\ on\\ device|argument\\ is\\ NULL|invalid)) *(?P<g3>(?:reduction\\ operation|root|type)) *(?P<g4>-?[0-9]+) *(?:\\( *root should be in the 0\\.\\. *(?P<g5>[0-9]+) *range *\\) *)?$",
         fields=(
             FieldPattern(
                 name="api_name",
@@ -1292,7 +1292,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+(?: *,(?: *set both to| *cap it to) *-?[0-9]+)?$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+ *(?:,(?: *set both to| *cap it to) *-?[0-9]+ *)?$",
         fields=(),
         leads=(
             "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
@@ -1302,7 +1302,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is not a valid value(?: *0/1)? *,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is not a valid value *(?:0/1 *)?,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
         fields=(),
         leads=(
             "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
@@ -1312,7 +1312,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="return_code",
-        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))? *\\-> *(?P<g3>[0-9]+)(?: *\\( *(?P<g4>[^()\\s](?:[^()]*[^()\\s])?) *\\))?(?: *\\[ *(?P<g5>[^\\[\\]\\s](?:[^\\[\\]]*[^\\[\\]\\s])?) *\\])?$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+) *(?:\\( *(?P<g2>[0-9A-Za-z_]+) *\\) *)?\\-> *(?P<g3>[0-9]+) *(?:\\( *(?P<g4>[^()\\s](?:[^()]*[^()\\s])?) *\\) *)?(?:\\[ *(?P<g5>[^\\[\\]\\s](?:[^\\[\\]]*[^\\[\\]\\s])?) *\\])?$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -1408,7 +1408,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="env_setting",
-        pattern="^(?P<ok>) *(?P<g1>NCCL_[A-Z0-9_]+) *set(?: *(?:from\\ environment|by\\ environment))? *to(?: *(?P<g2>-?[0-9]+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?))(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?P<g1>NCCL_[A-Z0-9_]+) *set *(?:(?:from\\ environment|by\\ environment) *)?to(?: *(?P<g2>-?[0-9]+)| *(?P<g3>[^\\s,]+) | *(?P<g4>\\S(?:.*\\S)?)) *(?:\\. *)?$",
         fields=(
             FieldPattern(
                 name="name",
@@ -1443,7 +1443,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="channel_summary",
-        pattern="^(?P<ok>) *(?P<g1>[0-9]+) *coll channels,(?: *(?P<g2>[0-9]+) *collnet channels,)?(?: *(?P<g3>[0-9]+) *nvls channels,)? *(?P<g4>[0-9]+) *p2p channels, *(?P<g5>[0-9]+) *p2p channels per peer$",
+        pattern="^(?P<ok>) *(?P<g1>[0-9]+) *coll channels, *(?:(?P<g2>[0-9]+) *collnet channels, *)?(?:(?P<g3>[0-9]+) *nvls channels,)? *(?P<g4>[0-9]+) *p2p channels, *(?P<g5>[0-9]+) *p2p channels per peer$",
         fields=(
             FieldPattern(
                 name="coll_channels",
@@ -1493,7 +1493,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="tuning_choice",
-        pattern="^(?P<ok>)(?: *(?P<g1>[A-Za-z][0-9A-Za-z_]*)(?: *\\[ *(?P<g2>[A-Za-z][A-Za-z ]*)\\])?? *:)? *(?P<g3>[0-9]+) *Bytes *\\->(?: *(?P<g4>(?:cudaMemcpy[0-9A-Za-z_]*|RMA proxy \\+ CE))| *Kernel *(?P<g5>\\S+) *nchannels *(?P<g6>[0-9]+) *nthreads *(?P<g7>[0-9]+)(?: *nWorks *(?P<g8>[0-9]+))?| *Algo(?: *(?P<g9>[A-Z][A-Z0-9_]*)| *(?P<g10>[0-9]+)) *proto(?: *(?P<g11>[A-Z][A-Z0-9_]*)| *(?P<g12>[0-9]+))(?: *time *(?P<g13>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?))?(?: *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g14>[0-9]+) *\\.\\. *(?P<g15>[0-9]+) *\\})?)$",
+        pattern="^(?P<ok>) *(?:(?P<g1>[A-Za-z][0-9A-Za-z_]*) *(?:\\[ *(?P<g2>[A-Za-z][A-Za-z ]*)\\] *)??: *)?(?P<g3>[0-9]+) *Bytes *\\->(?: *(?P<g4>(?:cudaMemcpy[0-9A-Za-z_]*|RMA proxy \\+ CE))| *Kernel *(?P<g5>\\S+) *nchannels *(?P<g6>[0-9]+) *nthreads *(?P<g7>[0-9]+) *(?:nWorks *(?P<g8>[0-9]+) *)?| *Algo(?: *(?P<g9>[A-Z][A-Z0-9_]*)| *(?P<g10>[0-9]+)) *proto(?: *(?P<g11>[A-Z][A-Z0-9_]*)| *(?P<g12>[0-9]+)) *(?:time *(?P<g13>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *)?(?:channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g14>[0-9]+) *\\.\\. *(?P<g15>[0-9]+) *\\})?)$",
         fields=(
             FieldPattern(
                 name="function",
@@ -1582,13 +1582,13 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_team_unavailable",
-        pattern="^(?P<ok>) *Multicast support requested for team but none available on system(?: *\\.)?$",
+        pattern="^(?P<ok>) *Multicast support requested for team but none available on system *(?:\\. *)?$",
         fields=(),
         leads=("w:Multicast",),
     ),
     KindPattern(
         kind="nvls_bind_failed",
-        pattern="^(?P<ok>) *Failed to bind NVLink SHARP \\(NVLS\\) Multicast memory of size *(?P<g1>[0-9]+) *: *CUDA error *(?P<g2>[0-9]+) *' *(?P<g3>[^']+) *' *\\.(?: *Proceeding without NVLS support\\.(?P<g4>))?$",
+        pattern="^(?P<ok>) *Failed to bind NVLink SHARP \\(NVLS\\) Multicast memory of size *(?P<g1>[0-9]+) *: *CUDA error *(?P<g2>[0-9]+) *' *(?P<g3>[^']+) *' *\\. *(?:Proceeding without NVLS support\\.(?P<g4>) *)?$",
         fields=(
             FieldPattern(
                 name="size",
@@ -1718,7 +1718,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="algo_matrix",
-        pattern="^(?P<ok>) *Enabled NCCL Func/Proto/Algo Matrix:(?: *(?P<g1>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *Enabled NCCL Func/Proto/Algo Matrix: *(?:(?P<g1>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="matrix",
@@ -1784,7 +1784,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="symmetric_unsupported",
-        pattern="^(?P<ok>) *Symmetric memory is not supported\\. *cuMemEnable *(?P<g1>[0-9]+) *, *(?:globalGinSupport|ginSupport) *(?P<g2>[0-9]+)(?: *, *globalNicFused *(?P<g3>[0-9]+))?(?:(?: *,)?? *cuMemGdrSupport *(?P<g4>[0-9]+))?$",
+        pattern="^(?P<ok>) *Symmetric memory is not supported\\. *cuMemEnable *(?P<g1>[0-9]+) *, *(?:globalGinSupport|ginSupport) *(?P<g2>[0-9]+) *(?:, *globalNicFused *(?P<g3>[0-9]+) *)?(?:(?:,)?? *cuMemGdrSupport *(?P<g4>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="cumem_enable",
@@ -1941,7 +1941,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?[0-9]+)(?: *(?P<g2>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?[0-9]+) *(?:(?P<g2>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="code",
@@ -1999,7 +1999,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *UDS: Creating service thread *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)(?: *pidHash *(?P<g3>[0-9a-fA-F]+))?$",
+        pattern="^(?P<ok>) *UDS: Creating service thread *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+) *(?:pidHash *(?P<g3>[0-9a-fA-F]+) *)?$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -2034,7 +2034,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="sysfs_path_missing",
-        pattern="^(?P<ok>) *Could not find real path of *(?P<g1>[^\\s()]+)(?: *\\( *(?P<g2>[^()]*[^()\\s]) *\\))?$",
+        pattern="^(?P<ok>) *Could not find real path of *(?P<g1>[^\\s()]+) *(?:\\( *(?P<g2>[^()]*[^()\\s]) *\\) *)?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -2081,7 +2081,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)? *Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>[0-9]+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+) *(?:\\( *(?P<g2>[0-9A-Za-z_]+) *\\) *)?)?Allocated shareable buffer *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g4>[0-9]+) *ipcDesc *(?P<g5>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -2129,7 +2129,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>[0-9]+)(?: *\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\))? *: *(?P<g3>-?[0-9]+)(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>[0-9]+) *(?:\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *)?: *(?P<g3>-?[0-9]+) *(?:(?P<g4>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="peer_dev",
@@ -2156,7 +2156,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *mkstemp: Failed to create(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?[0-9]+) *\\))? *\\- *retrying$",
+        pattern="^(?P<ok>) *mkstemp: Failed to create(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?) *(?:\\( *(?P<g4>-?[0-9]+) *\\) *)?\\- *retrying$",
         fields=(
             FieldPattern(
                 name="path",
@@ -2195,7 +2195,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_support",
-        pattern="^(?P<ok>) *NVLS multicast support is(?: *not(?P<g1>))?? *available on dev *(?P<g2>[0-9]+)(?: *\\(NVLS_NCHANNELS *(?P<g3>[0-9]+) *\\))?$",
+        pattern="^(?P<ok>) *NVLS multicast support is *(?:not(?P<g1>) *)??available on dev *(?P<g2>[0-9]+) *(?:\\(NVLS_NCHANNELS *(?P<g3>[0-9]+) *\\) *)?$",
         fields=(
             FieldPattern(
                 name="not_available",
@@ -2308,7 +2308,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *munmap of shared memory(?: *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g2>[0-9]+))? *failed(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?[0-9]+) *\\))?)?$",
+        pattern="^(?P<ok>) *munmap of shared memory *(?:(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *size *(?P<g2>[0-9]+) *)?failed(?: *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?) *(?:\\( *(?P<g4>-?[0-9]+) *\\) *)?)?$",
         fields=(
             FieldPattern(
                 name="address",
@@ -2392,7 +2392,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cpu_affinity",
-        pattern="^(?P<ok>) *ncclTopoGetCpuAffinity: *Affinity for GPU *(?P<g1>[0-9]+) *is(?: *(?P<g2>[0-9][0-9,\\-]*)| *empty, ignoring(?P<g3>)) *\\. *\\(GPU affinity =(?: *(?P<g4>[0-9][0-9,\\-]*))? *; *CPU affinity =(?: *(?P<g5>[0-9][0-9,\\-]*))? *\\)\\.$",
+        pattern="^(?P<ok>) *ncclTopoGetCpuAffinity: *Affinity for GPU *(?P<g1>[0-9]+) *is(?: *(?P<g2>[0-9][0-9,\\-]*)| *empty, ignoring(?P<g3>)) *\\. *\\(GPU affinity = *(?:(?P<g4>[0-9][0-9,\\-]*) *)?; *CPU affinity = *(?:(?P<g5>[0-9][0-9,\\-]*) *)?\\)\\.$",
         fields=(
             FieldPattern(
                 name="gpu",
@@ -2425,7 +2425,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_disabled",
-        pattern="^(?P<ok>) *P2P is disabled between(?: *NVLINK(?P<g1>))?? *connected GPUs *(?P<g2>[0-9]+) *and *(?P<g3>[0-9]+) *\\.(?: *(?P<g4>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *P2P is disabled between *(?:NVLINK(?P<g1>) *)??connected GPUs *(?P<g2>[0-9]+) *and *(?P<g3>[0-9]+) *\\. *(?:(?P<g4>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="nvlink_flag",
@@ -2581,7 +2581,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="collnet_channel",
-        pattern="^(?P<ok>) *CollNet(?:Direct)? [Cc]hannel *(?P<g1>[0-9]+) *rank *(?P<g2>-?[0-9]+)(?: *nUp *(?P<g3>[0-9]+) *nHeads *(?P<g4>[0-9]+))?(?: *up(?P<g5>(?: *-?[0-9]+)*))?(?: *nDown *(?P<g6>[0-9]+))?(?: *down(?P<g7>(?: *-?[0-9]+)*))?(?: *headRank *(?P<g8>-?[0-9]+) *out *(?P<g9>-?[0-9]+) *shift *(?P<g10>-?[0-9]+))?$",
+        pattern="^(?P<ok>) *CollNet(?:Direct)? [Cc]hannel *(?P<g1>[0-9]+) *rank *(?P<g2>-?[0-9]+) *(?:nUp *(?P<g3>[0-9]+) *nHeads *(?P<g4>[0-9]+) *)?(?:up(?P<g5>(?: *-?[0-9]+)*))? *(?:nDown *(?P<g6>[0-9]+) *)?(?:down(?P<g7>(?: *-?[0-9]+)*))? *(?:headRank *(?P<g8>-?[0-9]+) *out *(?P<g9>-?[0-9]+) *shift *(?P<g10>-?[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -2718,7 +2718,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="invalid_comm_id",
-        pattern="^(?P<ok>) *Invalid NCCL_COMM_ID(?: *(?P<g1>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *Invalid NCCL_COMM_ID *(?:(?P<g1>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="detail",
@@ -2730,7 +2730,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *unlink shared memory(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *failed *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g4>-?[0-9]+) *\\))?$",
+        pattern="^(?P<ok>) *unlink shared memory(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *failed *, *error: *(?P<g3>[^(\\s](?:[^(]*[^(\\s])?) *(?:\\( *(?P<g4>-?[0-9]+) *\\) *)?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -2895,7 +2895,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Could not receive type from localRank *(?P<g2>[0-9]+)(?: *, *res= *(?P<g3>[0-9]+) *, *closed= *(?P<g4>[0-9]+))?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *Could not receive type from localRank *(?P<g2>[0-9]+) *(?:, *res= *(?P<g3>[0-9]+) *, *closed= *(?P<g4>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -2995,7 +2995,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *Failed to *(?:WSAPoll|Accept|create|Poll|set)(?: *CUDA context on device| *CUDA device) *-?[0-9]+(?: *with error *[0-9]+(?: *, *\\S(?:.*\\S)?)?)?(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *Failed to *(?:WSAPoll|Accept|create|Poll|set)(?: *CUDA context on device| *CUDA device) *-?[0-9]+(?: *with error *[0-9]+ *(?:, *\\S(?:.*\\S)? *)?)?(?:\\.)?$",
         fields=(),
         leads=(
             "r:(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])",
@@ -3005,7 +3005,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed(?: *:)?? *(?P<g3>[^\\s:](?:.*\\S)?)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *failed *(?:: *)??(?P<g3>[^\\s:](?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="thread_name",
@@ -3116,7 +3116,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_net_not_pci",
-        pattern="^(?P<ok>) *Topology detection: *network path(?: *\\(name = *(?P<g1>[^\\s)]+) *\\))?? *(?P<g2>\\S+)  *is not a PCI device *\\( *(?P<g3>[^()]*[^()\\s]) *\\)\\. *Attaching to first CPU$",
+        pattern="^(?P<ok>) *Topology detection: *network path *(?:\\(name = *(?P<g1>[^\\s)]+) *\\) *)??(?P<g2>\\S+)  *is not a PCI device *\\( *(?P<g3>[^()]*[^()\\s]) *\\)\\. *Attaching to first CPU$",
         fields=(
             FieldPattern(
                 name="name",
@@ -3145,7 +3145,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="kv_convert_failed",
-        pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary(?: *, *falling back to *(?P<g2>-?[0-9]+))?$",
+        pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary *(?:, *falling back to *(?P<g2>-?[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="value",
@@ -3353,7 +3353,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="alloc_failed",
-        pattern="^(?P<ok>) *Allocation failed(?: *at *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+))?$",
+        pattern="^(?P<ok>) *Allocation failed *(?:at *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="alloc_at",
@@ -3366,7 +3366,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="message_truncated",
-        pattern="^(?P<ok>) *Message truncated *: *received *(?P<g1>[0-9]+)(?: *, *[0-9]+)?? *bytes instead of *(?P<g2>[0-9]+)(?: *, *[0-9]+)?$",
+        pattern="^(?P<ok>) *Message truncated *: *received *(?P<g1>[0-9]+) *(?:, *[0-9]+ *)??bytes instead of *(?P<g2>[0-9]+) *(?:, *[0-9]+ *)?$",
         fields=(
             FieldPattern(
                 name="received",
@@ -3383,7 +3383,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="thread_thresholds",
-        pattern="^(?P<ok>) *threadThresholds(?P<g1> *[0-9]+ */ *[0-9]+ */ *[0-9]+) *\\|(?P<g2> *[0-9]+ */ *[0-9]+ */ *[0-9]+)(?: *\\|(?:(?P<g3> *[0-9]+ */ *[0-9]+ */ *[0-9]+)| *(?P<g4>[0-9]+) *\\| *(?P<g5>[0-9]+)))?$",
+        pattern="^(?P<ok>) *threadThresholds(?P<g1> *[0-9]+ */ *[0-9]+ */ *[0-9]+) *\\|(?P<g2> *[0-9]+ */ *[0-9]+ */ *[0-9]+) *(?:\\|(?:(?P<g3> *[0-9]+ */ *[0-9]+ */ *[0-9]+)| *(?P<g4>[0-9]+) *\\| *(?P<g5>[0-9]+)) *)?$",
         fields=(
             FieldPattern(
                 name="tree",
@@ -3487,7 +3487,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="teardown_error",
-        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g3>-?[0-9]+) *\\) *(?P<g4>(?:sync [0-9A-Za-z_]+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort))(?: *,)?? *error *(?P<g5>[0-9]+)$",
+        pattern="^(?P<ok>) *(?P<g1>(?:commReclaim|ncclProxyStop|commDestroySync)): *comm *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\( *rank = *(?P<g3>-?[0-9]+) *\\) *(?P<g4>(?:sync [0-9A-Za-z_]+Stream|destroys\\ proxy\\ resource|in\\ commDestroySync|in\\ abort)) *(?:, *)??error *(?P<g5>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="teardown_function",
@@ -3680,7 +3680,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Successfully loaded external(?: *(?P<g2>(?:net|coll|collnet|gin|rma|network|tuner|profiler|env)) )? *plugin *(?P<g3>lib[0-9A-Za-z_.\\[\\]-]+)$",
+        pattern="^(?P<ok>) *(?:(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *)??Successfully loaded external *(?:(?P<g2>(?:net|coll|collnet|gin|rma|network|tuner|profiler|env))  *)?plugin *(?P<g3>lib[0-9A-Za-z_.\\[\\]-]+)$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3709,7 +3709,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_internal",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Using internal *(?:net|coll|collnet|gin|rma|network|tuner|profiler|env)  *plugin(?: *\\.)?$",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Using internal *(?:net|coll|collnet|gin|rma|network|tuner|profiler|env)  *plugin *(?:\\. *)?$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3728,7 +3728,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_assigned",
-        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Assigned plugin *(?P<g2>\\S+)(?: *type *(?P<g3>[0-9]+))?? *to comm$",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Assigned plugin *(?P<g2>\\S+) *(?:type *(?P<g3>[0-9]+) *)??to comm$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3758,7 +3758,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_env_name",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Plugin name set by env to *(?P<g2>\\S+)$",
+        pattern="^(?P<ok>) *(?:(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *)??Plugin name set by env to *(?P<g2>\\S+)$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3808,7 +3808,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_closed",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *:)?? *Unloading plugin *(?P<g2>\\S+)$",
+        pattern="^(?P<ok>) *(?:(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *)??Unloading plugin *(?P<g2>\\S+)$",
         fields=(
             FieldPattern(
                 name="plugin_type",
@@ -3834,7 +3834,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using(?: *tuner *plugin)? *\\S(?:.*?\\S)??(?: *\\(v *[0-9]+ *\\))?$",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using *(?:tuner *plugin *)?\\S(?:.*?\\S)?? *(?:\\(v *[0-9]+ *\\) *)?$",
         fields=(),
         leads=(
             "w:ENV",
@@ -3849,7 +3849,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugins_disabled",
-        pattern="^(?P<ok>)(?: *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *:)?? *Disabling external plugins *: *\\S(?:.*\\S)?$",
+        pattern="^(?P<ok>) *(?:(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *)??Disabling external plugins *: *\\S(?:.*\\S)?$",
         fields=(),
         leads=(
             "w:Disabling",
@@ -3864,7 +3864,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Could not find:(?: *[^\\s()',.][^\\s()',]*?)+(?:(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])?(?: *\\.)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])?(?: *\\.)?)?))?$",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Could not find:(?: *[^\\s()',.][^\\s()',]*?)+(?:(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?)?))?$",
         fields=(),
         leads=(
             "w:ENV",
@@ -3879,7 +3879,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_init_failed",
-        pattern="^(?P<ok>)(?: *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *:)?? *Failed to initialize(?: *any)??(?: *(?:NET|GIN|RMA))?? *plugin(?: *\\S(?:.*?\\S)??)?$",
+        pattern="^(?P<ok>) *(?:(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *)??Failed to initialize *(?:any *)??(?:(?:NET|GIN|RMA))?? *plugin *(?:\\S(?:.*?\\S)?? *)?$",
         fields=(),
         leads=(
             "w:ENV",
@@ -3894,7 +3894,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *:(?: *dlerror= *\\S.*?)?? *No plugin found(?: *\\( *[^\\s()',.][^\\s()',]*? *\\))?(?:(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])?(?: *\\.)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])?(?: *\\.)?)?))?$",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *(?:dlerror= *\\S.*? *)??No plugin found *(?:\\( *[^\\s()',.][^\\s()',]*? *\\) *)?(?:(?:, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?|\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?)?))?$",
         fields=(),
         leads=(
             "w:ENV",
@@ -3908,14 +3908,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_post_failed",
-        pattern="^(?P<ok>) *ibv_post_(?:send|recv)\\(\\) *failed with error *[^,\\s][^,]*?(?: *, *Bad WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *, *First WR *(?:0x[0-9a-fA-F]+|\\(nil\\)))?$",
+        pattern="^(?P<ok>) *ibv_post_(?:send|recv)\\(\\) *failed with error *[^,\\s][^,]*? *(?:, *Bad WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *, *First WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *)?$",
         fields=(),
         leads=("r:ibv_post_(?:send|recv)\\(\\)",),
         guard=True,
     ),
     KindPattern(
         kind="gdr_path",
-        pattern="^(?P<ok>)(?: *NET\\/ *(?P<g1>[^:]+?)  *:)? *GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *GPU/ *(?P<g3>[^\\s\\/()',]+) *\\( *rank *(?P<g4>[0-9]+) *\\) *\\- *NET/ *(?P<g5>[^\\s\\/()',]+) *\\((?: *using PXN via *GPU/ *(?P<g6>[^\\s\\/()',]+) *,)? *distance *(?P<g7>[0-9]+) *(?:>=|<=|>|<) *(?P<g8>[0-9]+)(?: *, *read *(?P<g9>[0-9]+) *, *mode *(?P<g10>[^\\s)]+))? *\\)$",
+        pattern="^(?P<ok>) *(?:NET\\/ *(?P<g1>[^:]+?)  *: *)?GPU Direct RDMA(?: *Disabled| *Enabled(?P<g2>)) *for *GPU/ *(?P<g3>[^\\s\\/()',]+) *\\( *rank *(?P<g4>[0-9]+) *\\) *\\- *NET/ *(?P<g5>[^\\s\\/()',]+) *\\( *(?:using PXN via *GPU/ *(?P<g6>[^\\s\\/()',]+) *, *)?distance *(?P<g7>[0-9]+) *(?:>=|<=|>|<) *(?P<g8>[0-9]+) *(?:, *read *(?P<g9>[0-9]+) *, *mode *(?P<g10>[^\\s)]+) *)?\\)$",
         fields=(
             FieldPattern(
                 name="net",
@@ -3976,7 +3976,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="gdr_path",
-        pattern="^(?P<ok>)(?: *NET\\/ *[^:]+? *:)? *GPU Direct RDMA(?: *Disabled| *Enabled) *for GPU *[^\\s\\/()',]+ */ *HCA *[^\\s\\/()',]+(?: *' *[^']+ *')??(?: *\\( *distance *[0-9]+ *(?:>=|<=|>|<) *[0-9]+ *\\)(?: *, *read *[0-9]+(?: *mode *\\S+)?)?| *\\( *[^)]+ *\\))$",
+        pattern="^(?P<ok>) *(?:NET\\/ *[^:]+? *: *)?GPU Direct RDMA(?: *Disabled| *Enabled) *for GPU *[^\\s\\/()',]+ */ *HCA *[^\\s\\/()',]+ *(?:' *[^']+ *' *)??(?:\\( *distance *[0-9]+ *(?:>=|<=|>|<) *[0-9]+ *\\)(?: *, *read *[0-9]+ *(?:mode *\\S+ *)?)?|\\( *[^)]+ *\\))$",
         fields=(),
         leads=(
             "w:GPU",
@@ -3998,7 +3998,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_split",
-        pattern="^(?P<ok>) *bootstrapSplit:(?: *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *parent *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))))? *rank *(?P<g3>-?[0-9]+) *nranks *(?P<g4>[0-9]+) *color *(?P<g5>-?[0-9]+) *key *(?P<g6>-?[0-9]+) *prev *(?P<g7>-?[0-9]+) *next *(?P<g8>-?[0-9]+) *\\- *DONE$",
+        pattern="^(?P<ok>) *bootstrapSplit: *(?:comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *parent *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\))) *)?rank *(?P<g3>-?[0-9]+) *nranks *(?P<g4>[0-9]+) *color *(?P<g5>-?[0-9]+) *key *(?P<g6>-?[0-9]+) *prev *(?P<g7>-?[0-9]+) *next *(?P<g8>-?[0-9]+) *\\- *DONE$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -4045,7 +4045,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="graph_loading",
-        pattern="^(?P<ok>) *Loading graphs(?: |$)(?: *for topology *(?P<g1>[^\\s)]+))?$",
+        pattern="^(?P<ok>) *Loading graphs(?: |$) *(?:for topology *(?P<g1>[^\\s)]+) *)?$",
         fields=(
             FieldPattern(
                 name="name",
@@ -4057,7 +4057,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *Invali[dg] config *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *attribute value *[^\\s()\\/]+(?: */ *[^\\s()\\/]+)?$",
+        pattern="^(?P<ok>) *Invali[dg] config *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *attribute value *[^\\s()\\/]+ *(?:/ *[^\\s()\\/]+ *)?$",
         fields=(),
         leads=("r:Invali[dg] config",),
         guard=True,
@@ -4116,7 +4116,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_type_check",
-        pattern="^(?P<ok>) *Check P2P Type(?: *intraNodeP2pSupport *(?P<g1>[0-9]+)| *isAllDirectP2p *(?P<g2>[0-9]+)) *directMode *(?P<g3>[0-9]+)(?: *isAllCudaP2p *(?P<g4>[0-9]+))?$",
+        pattern="^(?P<ok>) *Check P2P Type(?: *intraNodeP2pSupport *(?P<g1>[0-9]+)| *isAllDirectP2p *(?P<g2>[0-9]+)) *directMode *(?P<g3>[0-9]+) *(?:isAllCudaP2p *(?P<g4>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="intra_node_p2p",
@@ -4156,7 +4156,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="library_call_failed",
-        pattern="^(?P<ok>) *Failed to open *(?P<g1>libnvidia-ml\\.so[0-9A-Za-z_.]*)(?: *: *(?P<g2>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *Failed to open *(?P<g1>libnvidia-ml\\.so[0-9A-Za-z_.]*) *(?:: *(?P<g2>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="library",
@@ -4285,7 +4285,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connected_all",
-        pattern="^(?P<ok>) *Connected all *(?P<g1>(?:rings|trees))(?: *, *use ring PXN *(?P<g2>[0-9]+) *GDR *(?P<g3>[0-9]+))?$",
+        pattern="^(?P<ok>) *Connected all *(?P<g1>(?:rings|trees)) *(?:, *use ring PXN *(?P<g2>[0-9]+) *GDR *(?P<g3>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="what",
@@ -4359,7 +4359,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="version_banner",
-        pattern="^(?P<ok>) *NCCL version *(?P<g1>[0-9]+\\.[0-9]+\\.[0-9]+[0-9A-Za-z_.~-]*) *\\+cuda(?: *(?P<g2>[0-9]+\\.[0-9]+))?$",
+        pattern="^(?P<ok>) *NCCL version *(?P<g1>[0-9]+\\.[0-9]+\\.[0-9]+[0-9A-Za-z_.~-]*) *\\+cuda *(?:(?P<g2>[0-9]+\\.[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="nccl_version",
@@ -4389,7 +4389,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_system",
-        pattern="^(?P<ok>) *=== System :(?: *maxWidth| *maxBw)(?: *(?P<g1>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g2>[0-9]+))(?: *maxSpeed *(?P<g3>[0-9]+))??(?:(?: *totalWidth| *totalBw)(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)))? *===$",
+        pattern="^(?P<ok>) *=== System :(?: *maxWidth| *maxBw)(?: *(?P<g1>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g2>[0-9]+)) *(?:maxSpeed *(?P<g3>[0-9]+) *)??(?:(?:totalWidth|totalBw)(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)))? *===$",
         fields=(
             FieldPattern(
                 name="max_bw",
@@ -4438,7 +4438,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="init_timings",
-        pattern="^(?P<ok>) *Init timings(?: *\\- *(?P<g1>nccl[0-9A-Za-z_]+))??: *rank *(?P<g2>-?[0-9]+) *nranks *(?P<g3>[0-9]+) *total *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\( *kernels *(?P<g5>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *,(?: *alloc *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *,)?? *bootstrap *(?P<g7>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *allgathers *(?P<g8>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *topo *(?P<g9>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *graphs *(?P<g10>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *connections *(?P<g11>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *rest *(?P<g12>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\)$",
+        pattern="^(?P<ok>) *Init timings(?: *\\- *(?P<g1>nccl[0-9A-Za-z_]+))??: *rank *(?P<g2>-?[0-9]+) *nranks *(?P<g3>[0-9]+) *total *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\( *kernels *(?P<g5>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *(?:alloc *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *)??bootstrap *(?P<g7>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *allgathers *(?P<g8>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *topo *(?P<g9>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *graphs *(?P<g10>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *connections *(?P<g11>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *, *rest *(?P<g12>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?) *\\)$",
         fields=(
             FieldPattern(
                 name="timing_api",
@@ -4505,7 +4505,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cuda_failure",
-        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)? *Cuda failure(?: *(?P<g3>[0-9]+))? *'(?: *(?P<g4>[^'\\s](?:[^']*[^'\\s])?))? *'$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+) *(?:\\( *(?P<g2>[0-9A-Za-z_]+) *\\) *)?)?Cuda failure *(?:(?P<g3>[0-9]+) *)?' *(?:(?P<g4>[^'\\s](?:[^']*[^'\\s])?) *)?'$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -4535,7 +4535,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>)(?: *(?:sendConnect|recvConnect))?? *ncclPollProxyResponse(?: *(?P<g1>(?:Dequeued\\ cached|Received\\ new|Recieved\\ new)))? *opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>) *(?:(?:sendConnect|recvConnect) *)??ncclPollProxyResponse *(?:(?P<g1>(?:Dequeued\\ cached|Received\\ new|Recieved\\ new)) *)?opId= *(?P<g2>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="poll_event",
@@ -4635,7 +4635,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment(?: *(?P<g2>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g3>[^\\s,()]+)) *\\( *size *(?P<g4>[0-9]+) *\\)(?: *, *error: *(?P<g5>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g6>-?[0-9]+) *\\))?)?$",
+        pattern="^(?P<ok>) *Error while *(?P<g1>[a-z]+(?: +to)?)  *shared memory segment(?: *(?P<g2>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g3>[^\\s,()]+)) *\\( *size *(?P<g4>[0-9]+) *\\)(?: *, *error: *(?P<g5>[^(\\s](?:[^(]*[^(\\s])?) *(?:\\( *(?P<g6>-?[0-9]+) *\\) *)?)?$",
         fields=(
             FieldPattern(
                 name="operation",
@@ -4670,7 +4670,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mem_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)?(?: *memory stack *(?P<g3>(?:non\\-hunk|hunk)) *malloc\\( *(?P<g4>[0-9]+) *\\)| *Mem Realloc *old size *(?P<g5>[0-9]+) *, *new size *(?P<g6>[0-9]+) *pointer *(?P<g7>(?:0x[0-9a-fA-F]+|\\(nil\\)))| *(?P<g8>(?:CUMEM\\ Host|Cuda\\ Host|CuMem|Cuda|Mem|Ib)) *Alloc Size *(?P<g9>[0-9]+) *pointer *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *granularity *(?P<g11>[0-9]+)| *seconds:(?P<g12>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g13>[0-9]+)| *handle(?: *(?P<g14>0x[0-9a-fA-F]+)| *(?P<g15>[0-9a-fA-F]+))| *numa *(?P<g16>-?[0-9]+)| *dev *(?P<g17>-?[0-9]+))(?:(?: *granularity *(?P<g18>[0-9]+)| *seconds:(?P<g19>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g20>[0-9]+)| *handle(?: *(?P<g21>0x[0-9a-fA-F]+)| *(?P<g22>[0-9a-fA-F]+))| *numa *(?P<g23>-?[0-9]+)| *dev *(?P<g24>-?[0-9]+))(?:(?: *granularity *(?P<g25>[0-9]+)| *seconds:(?P<g26>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g27>[0-9]+)| *handle(?: *(?P<g28>0x[0-9a-fA-F]+)| *(?P<g29>[0-9a-fA-F]+))| *numa *(?P<g30>-?[0-9]+)| *dev *(?P<g31>-?[0-9]+))(?:(?: *granularity *(?P<g32>[0-9]+)| *seconds:(?P<g33>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g34>[0-9]+)| *handle(?: *(?P<g35>0x[0-9a-fA-F]+)| *(?P<g36>[0-9a-fA-F]+))| *numa *(?P<g37>-?[0-9]+)| *dev *(?P<g38>-?[0-9]+))(?:(?: *granularity *(?P<g39>[0-9]+)| *seconds:(?P<g40>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g41>[0-9]+)| *handle(?: *(?P<g42>0x[0-9a-fA-F]+)| *(?P<g43>[0-9a-fA-F]+))| *numa *(?P<g44>-?[0-9]+)| *dev *(?P<g45>-?[0-9]+))(?:(?: *granularity *(?P<g46>[0-9]+)| *seconds:(?P<g47>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g48>[0-9]+)| *handle(?: *(?P<g49>0x[0-9a-fA-F]+)| *(?P<g50>[0-9a-fA-F]+))| *numa *(?P<g51>-?[0-9]+)| *dev *(?P<g52>-?[0-9]+)))?)?)?)?)?)?)$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+) *(?:\\( *(?P<g2>[0-9A-Za-z_]+) *\\) *)?)?(?:memory stack *(?P<g3>(?:non\\-hunk|hunk)) *malloc\\( *(?P<g4>[0-9]+) *\\)|Mem Realloc *old size *(?P<g5>[0-9]+) *, *new size *(?P<g6>[0-9]+) *pointer *(?P<g7>(?:0x[0-9a-fA-F]+|\\(nil\\)))|(?P<g8>(?:CUMEM\\ Host|Cuda\\ Host|CuMem|Cuda|Mem|Ib)) *Alloc Size *(?P<g9>[0-9]+) *pointer *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *granularity *(?P<g11>[0-9]+)| *seconds:(?P<g12>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g13>[0-9]+)| *handle(?: *(?P<g14>0x[0-9a-fA-F]+)| *(?P<g15>[0-9a-fA-F]+))| *numa *(?P<g16>-?[0-9]+)| *dev *(?P<g17>-?[0-9]+))(?:(?: *granularity *(?P<g18>[0-9]+)| *seconds:(?P<g19>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g20>[0-9]+)| *handle(?: *(?P<g21>0x[0-9a-fA-F]+)| *(?P<g22>[0-9a-fA-F]+))| *numa *(?P<g23>-?[0-9]+)| *dev *(?P<g24>-?[0-9]+))(?:(?: *granularity *(?P<g25>[0-9]+)| *seconds:(?P<g26>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g27>[0-9]+)| *handle(?: *(?P<g28>0x[0-9a-fA-F]+)| *(?P<g29>[0-9a-fA-F]+))| *numa *(?P<g30>-?[0-9]+)| *dev *(?P<g31>-?[0-9]+))(?:(?: *granularity *(?P<g32>[0-9]+)| *seconds:(?P<g33>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g34>[0-9]+)| *handle(?: *(?P<g35>0x[0-9a-fA-F]+)| *(?P<g36>[0-9a-fA-F]+))| *numa *(?P<g37>-?[0-9]+)| *dev *(?P<g38>-?[0-9]+))(?:(?: *granularity *(?P<g39>[0-9]+)| *seconds:(?P<g40>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g41>[0-9]+)| *handle(?: *(?P<g42>0x[0-9a-fA-F]+)| *(?P<g43>[0-9a-fA-F]+))| *numa *(?P<g44>-?[0-9]+)| *dev *(?P<g45>-?[0-9]+))(?:(?: *granularity *(?P<g46>[0-9]+)| *seconds:(?P<g47>(?: *[0-9A-Za-z_]+=[0-9.e+-]+)+)| *memType *(?P<g48>[0-9]+)| *handle(?: *(?P<g49>0x[0-9a-fA-F]+)| *(?P<g50>[0-9a-fA-F]+))| *numa *(?P<g51>-?[0-9]+)| *dev *(?P<g52>-?[0-9]+)))?)?)?)?)?)?)$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -4873,7 +4873,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="coll_plan",
-        pattern="^(?P<ok>) *Collective *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *(?P<g2>\\([^()]*\\)) *count= *(?P<g3>-?[0-9]+) *devFuncId= *(?P<g4>[0-9]+) *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g5>[0-9]+) *\\.\\. *(?P<g6>[0-9]+) *\\}(?: *(?P<g7>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *Collective *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *(?P<g2>\\([^()]*\\)) *count= *(?P<g3>-?[0-9]+) *devFuncId= *(?P<g4>[0-9]+) *channel\\{Lo\\.\\.Hi\\}=\\{ *(?P<g5>[0-9]+) *\\.\\. *(?P<g6>[0-9]+) *\\} *(?:(?P<g7>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="op_name",
@@ -4916,7 +4916,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_message_truncated",
-        pattern="^(?P<ok>) *NET/Socket *:(?: *peer *(?P<g1>[^\\s<>]+)< *(?P<g2>[0-9]+) *>)?? *message truncated *: *receiving *(?P<g3>[0-9]+) *bytes instead of *(?P<g4>[0-9]+)(?: *\\.(?: If you believe.*)?$)?$",
+        pattern="^(?P<ok>) *NET/Socket *: *(?:peer *(?P<g1>[^\\s<>]+)< *(?P<g2>[0-9]+) *> *)??message truncated *: *receiving *(?P<g3>[0-9]+) *bytes instead of *(?P<g4>[0-9]+) *(?:\\.(?: If you believe.*)?$ *)?$",
         fields=(
             FieldPattern(
                 name="peer",
@@ -4943,20 +4943,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET/Socket *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)*)$",
+        pattern="^(?P<ok>) *NET/Socket *: *Using(?P<g1>(?: * *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)*)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
+                    "( *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
+                        pattern="^(?P<ok>) *(?:\\[ *(?P<g1>[0-9]+) *\\] *)??(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+) *(?:< *(?P<g4>[0-9]+) *> *)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -5192,7 +5192,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_alloc",
-        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+)(?: *\\( *(?P<g2>[0-9A-Za-z_]+) *\\))?)? *Allocated *(?P<g3>[0-9]+) *bytes of shared memory in(?: *(?P<g4>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g5>[^\\s,()]+))$",
+        pattern="^(?P<ok>)(?: *(?P<g1>[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+) *(?:\\( *(?P<g2>[0-9A-Za-z_]+) *\\) *)?)?Allocated *(?P<g3>[0-9]+) *bytes of shared memory in(?: *(?P<g4>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g5>[^\\s,()]+))$",
         fields=(
             FieldPattern(
                 name="code_location",
@@ -5280,20 +5280,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="bootstrap_interfaces",
-        pattern="^(?P<ok>) *Bootstrap *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)*)$",
+        pattern="^(?P<ok>) *Bootstrap *: *Using(?P<g1>(?: * *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)*)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
+                    "( *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
+                        pattern="^(?P<ok>) *(?:\\[ *(?P<g1>[0-9]+) *\\] *)??(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+) *(?:< *(?P<g4>[0-9]+) *> *)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -5343,7 +5343,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nvls_comm",
-        pattern="^(?P<ok>) *NVLS comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?: *headRank *(?P<g2>-?[0-9]+) *nHeads *(?P<g3>[0-9]+)(?: *nvlsRanks *(?P<g4>[0-9]+))?| *rank *(?P<g5>-?[0-9]+) *nranks *(?P<g6>[0-9]+)) *buffSize *(?P<g7>[0-9]+)(?: *memSize *(?P<g8>[0-9]+))?? *nvlsPerRankSize *(?P<g9>[0-9]+) *nvlsTotalSize *(?P<g10>[0-9]+)$",
+        pattern="^(?P<ok>) *NVLS comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?: *headRank *(?P<g2>-?[0-9]+) *nHeads *(?P<g3>[0-9]+) *(?:nvlsRanks *(?P<g4>[0-9]+) *)?| *rank *(?P<g5>-?[0-9]+) *nranks *(?P<g6>[0-9]+)) *buffSize *(?P<g7>[0-9]+) *(?:memSize *(?P<g8>[0-9]+) *)??nvlsPerRankSize *(?P<g9>[0-9]+) *nvlsTotalSize *(?P<g10>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -5501,7 +5501,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shared_mem_exceeded",
-        pattern="^(?P<ok>)(?: *cudaArch *(?P<g1>[0-9]+))??(?: *ncclMaxSharedMem| *dynamic smem) *(?P<g2>[0-9]+) *exceeds device/fn maxSharedMem *(?P<g3>[0-9]+)$",
+        pattern="^(?P<ok>) *(?:cudaArch *(?P<g1>[0-9]+) *)??(?:ncclMaxSharedMem|dynamic smem) *(?P<g2>[0-9]+) *exceeds device/fn maxSharedMem *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="cuda_arch",
@@ -5544,14 +5544,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mlx5_call_failed",
-        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ *failed(?: *with error *\\S.*?(?: *errno *[0-9]+)?)?$",
+        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ *failed(?: *with error *\\S.*? *(?:errno *[0-9]+ *)?)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="cuda_library_error",
-        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_][0-9A-Za-z_]*)(?: *version *(?P<g2>[0-9]+))?? *failed with *(?P<g3>[0-9]+)(?: *status *(?P<g4>-?[0-9]+))?$",
+        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *(?:version *(?P<g2>[0-9]+) *)??failed with *(?P<g3>[0-9]+) *(?:status *(?P<g4>-?[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="symbol",
@@ -5579,7 +5579,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="nic_distance",
-        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>[0-9]+)(?: *\\[ *(?P<g2>[0-9]+) *\\])?? *, *(?P<g3>[^\\s,]+)  *NIC distance *:(?P<g4>(?: *\\S+)*)$",
+        pattern="^(?P<ok>) *CUDA Dev *(?P<g1>[0-9]+) *(?:\\[ *(?P<g2>[0-9]+) *\\] *)??, *(?P<g3>[^\\s,]+)  *NIC distance *:(?P<g4>(?: *\\S+)*)$",
         fields=(
             FieldPattern(
                 name="cuda_dev",
@@ -5626,7 +5626,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ring_order",
-        pattern="^(?P<ok>) *Channel *(?P<g1>[0-9]+)(?: */ *(?P<g2>[0-9]+))?? *:(?P<g3>(?: *[0-9]+)+)(?: *\\.\\.\\.(?P<g4>))?$",
+        pattern="^(?P<ok>) *Channel *(?P<g1>[0-9]+) *(?:/ *(?P<g2>[0-9]+) *)??:(?P<g3>(?: *[0-9]+)+) *(?:\\.\\.\\.(?P<g4>) *)?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -5655,7 +5655,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>) *Channel *(?P<g1>[0-9]+)(?: */ *(?P<g2>[0-9]))?? *: *(?P<g3>[0-9]+)(?: *\\[ *(?P<g4>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g5>)| *\\->) *(?P<g6>[0-9]+)(?: *\\[ *(?P<g7>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g8>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g9>direct shared memory)| *(?P<g10>SHM)(?P<g11>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))| *(?P<g12>NET)/ *(?P<g13>[^\\/\\s][^\\/]*?)/ *(?P<g14>[0-9]+)(?: *\\( *(?P<g15>[0-9]+) *\\))?(?:(?P<g16>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?| *(?P<g17>P2P)/ *(?P<g18>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g19>[0-9]+) *\\[ *(?P<g20>[0-9a-fA-F]+)\\])?(?:(?P<g21>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g22>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g23>[0-9]+))?$",
+        pattern="^(?P<ok>) *Channel *(?P<g1>[0-9]+) *(?:/ *(?P<g2>[0-9]) *)??: *(?P<g3>[0-9]+) *(?:\\[ *(?P<g4>[0-9a-fA-F]+)\\] *)??(?:<\\-(?P<g5>)|\\->) *(?P<g6>[0-9]+) *(?:\\[ *(?P<g7>[0-9a-fA-F]+)\\] *)??(?:\\[ *(?P<g8>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g9>direct shared memory)| *(?P<g10>SHM)(?P<g11>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))| *(?P<g12>NET)/ *(?P<g13>[^\\/\\s][^\\/]*?)/ *(?P<g14>[0-9]+) *(?:\\( *(?P<g15>[0-9]+) *\\) *)?(?:(?P<g16>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?| *(?P<g17>P2P)/ *(?P<g18>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*)) *(?:/ *(?P<g19>[0-9]+) *\\[ *(?P<g20>[0-9a-fA-F]+)\\] *)?(?:(?P<g21>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?) *(?:comm *(?P<g22>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g23>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -5846,7 +5846,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="coll_plan",
-        pattern="^(?P<ok>) *opCount *(?P<g1>[0-9a-fA-F]+) *slicesteps *(?P<g2>[0-9]+) *spl *(?P<g3>[0-9]+) *cpl *(?P<g4>[0-9]+) *nbytes *(?P<g5>[0-9]+) *\\->(?: *protocol| *llmode) *(?P<g6>[0-9]+) *nchannels *(?P<g7>[0-9]+) *nthreads *(?P<g8>[0-9]+) *, *nloops *(?P<g9>[0-9]+) *nsteps *(?P<g10>[0-9]+)(?: *chunksize *(?P<g11>[0-9]+))? *comm *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>) *opCount *(?P<g1>[0-9a-fA-F]+) *slicesteps *(?P<g2>[0-9]+) *spl *(?P<g3>[0-9]+) *cpl *(?P<g4>[0-9]+) *nbytes *(?P<g5>[0-9]+) *\\->(?: *protocol| *llmode) *(?P<g6>[0-9]+) *nchannels *(?P<g7>[0-9]+) *nthreads *(?P<g8>[0-9]+) *, *nloops *(?P<g9>[0-9]+) *nsteps *(?P<g10>[0-9]+) *(?:chunksize *(?P<g11>[0-9]+) *)?comm *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="op_count_hex",
@@ -5913,7 +5913,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="coll_call",
-        pattern="^(?P<ok>)(?: *(?P<g1>(?:AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv|AlltoAll|Gather|Scatter|PutSignal|Signal|WaitSignal|[A-Z][A-Za-z]+)):)? *opCount *(?P<g2>[0-9a-fA-F]+) *sendbuff *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *recvbuff *(?P<g4>(?:0x[0-9a-fA-F]+|\\(nil\\))) *count *(?P<g5>-?[0-9]+)(?: *size *(?P<g6>[0-9]+))?? *datatype *(?P<g7>[0-9]+) *op *(?P<g8>[0-9]+) *root *(?P<g9>-?[0-9]+) *comm *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\[nranks= *(?P<g11>[0-9]+) *\\] *stream *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
+        pattern="^(?P<ok>) *(?:(?P<g1>[A-Z][A-Za-z]+): *)?opCount *(?P<g2>[0-9a-fA-F]+) *sendbuff *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *recvbuff *(?P<g4>(?:0x[0-9a-fA-F]+|\\(nil\\)))  *count *(?P<g5>-?[0-9]+) *(?:size *(?P<g6>[0-9]+) *)??datatype *(?P<g7>[0-9]+) *op *(?P<g8>[0-9]+) *root *(?P<g9>-?[0-9]+) *comm *(?P<g10>(?:0x[0-9a-fA-F]+|\\(nil\\))) *\\[nranks= *(?P<g11>[0-9]+) *\\] *stream *(?P<g12>(?:0x[0-9a-fA-F]+|\\(nil\\)))$",
         fields=(
             FieldPattern(
                 name="op",
@@ -5977,13 +5977,13 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=(
-            "r:(?:AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|Send|Recv|AlltoAll|Gather|Scatter|PutSignal|Signal|WaitSignal|[A-Z][A-Za-z]+)(?:: opCount )",
+            "r:[A-Z][A-Za-z]+(?:: opCount )",
             "w:opCount",
         ),
     ),
     KindPattern(
         kind="graph_pattern",
-        pattern="^(?P<ok>) *Pattern *(?P<g1>[0-9]+) *, *crossNic *(?P<g2>[0-9]+) *, *nChannels *(?P<g3>[0-9]+) *,(?: *speed| *bw)(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)) */(?: *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g7>[0-9]+)) *,(?: *nvlink *(?P<g8>[0-9]+) *,)? *type(?: *(?P<g9>[A-Z][A-Z0-9_]*) */ *(?P<g10>[A-Z][A-Z0-9_]*)| *(?P<g11>[0-9]+)) *, *sameChannels *(?P<g12>[0-9]+)$",
+        pattern="^(?P<ok>) *Pattern *(?P<g1>[0-9]+) *, *crossNic *(?P<g2>[0-9]+) *, *nChannels *(?P<g3>[0-9]+) *,(?: *speed| *bw)(?: *(?P<g4>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g5>[0-9]+)) */(?: *(?P<g6>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g7>[0-9]+)) *, *(?:nvlink *(?P<g8>[0-9]+) *, *)?type(?: *(?P<g9>[A-Z][A-Z0-9_]*) */ *(?P<g10>[A-Z][A-Z0-9_]*)| *(?P<g11>[0-9]+)) *, *sameChannels *(?P<g12>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="pattern",
@@ -6066,7 +6066,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed *with error *\\S(?:.*?\\S)?(?: *errno *-?[0-9]+)?$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed *with error *\\S(?:.*?\\S)? *(?:errno *-?[0-9]+ *)?$",
         fields=(),
         leads=("w:Call",),
         guard=True,
@@ -6074,7 +6074,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_retry",
-        pattern="^(?P<ok>)(?: *[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+(?: *\\( *[0-9A-Za-z_]+ *\\))?)? *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *returned *[^,\\s][^,]* *, *retrying$",
+        pattern="^(?P<ok>)(?: *[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+ *(?:\\( *[0-9A-Za-z_]+ *\\) *)?)?Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *returned *[^,\\s][^,]* *, *retrying$",
         fields=(),
         leads=(
             "r:[0-9A-Za-z_.\\/+-]+\\.(?:cc|cu|c|h|cpp|hpp|cuh):[0-9]+",
@@ -6116,14 +6116,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="call_failed",
-        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed(?: *: *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>) *Call to *[A-Za-z_][0-9A-Za-z_]*(?:\\(\\))? *failed *(?:: *\\S(?:.*\\S)? *)?$",
         fields=(),
         leads=("w:Call",),
         guard=True,
     ),
     KindPattern(
         kind="no_interface_found",
-        pattern="^(?P<ok>)(?:(?: *(?P<g1>Net) | *(?P<g2>NET/Socket)| *(?P<g3>Bootstrap)| *(?P<g4>NET/IB)) *:)? *(?:No|no) (?:usable listening |socket |IP )?interface found(?: *in the same subnet as remote address *(?P<g5>\\S+))?(?: *\\.)?$",
+        pattern="^(?P<ok>)(?:(?: *(?P<g1>Net) | *(?P<g2>NET/Socket)| *(?P<g3>Bootstrap)| *(?P<g4>NET/IB)) *:)? *(?:No|no) (?:usable listening |socket |IP )?interface found *(?:in the same subnet as remote address *(?P<g5>\\S+) *)?(?:\\.)?$",
         fields=(
             FieldPattern(
                 name="component",
@@ -6151,7 +6151,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_completion_error",
-        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion(?: *from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>[0-9]+) *>)? *with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>[0-9]+) *\\)| *(?P<g6>[0-9]+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>[0-9]+) *\\)| *(?P<g9>[0-9]+))(?:(?: *reqSize= *(?P<g10>[0-9]+)| *len= *(?P<g11>[0-9]+)))??(?: *vendor_err=| *vendor err) *(?P<g12>[0-9]+)(?: *req_type= *(?P<g13>[A-Za-z]+))?| *error *(?P<g14>[0-9]+) *, *opcode *(?P<g15>[0-9]+) *, *len *(?P<g16>[0-9]+) *, *vendor err *(?P<g17>[0-9]+))(?: *\\( *(?P<g18>[A-Za-z]+) *\\))?(?: *localGid *(?P<g19>[0-9a-fA-F:.]+))?(?: *remoteGids? *(?P<g20>[0-9a-fA-F:.]+))?(?: *hca *(?P<g21>\\S+))?$",
+        pattern="^(?P<ok>)(?: *(?P<g1>NET/IB/GIN)| *NET/IB) *: *Got completion *(?:from peer *(?P<g2>[^\\s<>]+)< *(?P<g3>[0-9]+) *> *)?with(?: *status=(?: *(?P<g4>[A-Z][A-Z0-9_]+)\\( *(?P<g5>[0-9]+) *\\)| *(?P<g6>[0-9]+)) *opcode=(?: *(?P<g7>[A-Z][A-Z0-9_]+)\\( *(?P<g8>[0-9]+) *\\)| *(?P<g9>[0-9]+))(?:(?: *reqSize= *(?P<g10>[0-9]+)| *len= *(?P<g11>[0-9]+)))??(?: *vendor_err=| *vendor err) *(?P<g12>[0-9]+) *(?:req_type= *(?P<g13>[A-Za-z]+) *)?| *error *(?P<g14>[0-9]+) *, *opcode *(?P<g15>[0-9]+) *, *len *(?P<g16>[0-9]+) *, *vendor err *(?P<g17>[0-9]+)) *(?:\\( *(?P<g18>[A-Za-z]+) *\\) *)?(?:localGid *(?P<g19>[0-9a-fA-F:.]+))? *(?:remoteGids? *(?P<g20>[0-9a-fA-F:.]+) *)?(?:hca *(?P<g21>\\S+))?$",
         fields=(
             FieldPattern(
                 name="gin",
@@ -6241,7 +6241,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_virtual_device",
-        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>[0-9]+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>[0-9]+) *ndevs= *(?P<g4>[0-9]+)(?: *rail= *(?P<g5>[0-9]+) *plane= *(?P<g6>[0-9]+))?$",
+        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>[0-9]+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>[0-9]+) *ndevs= *(?P<g4>[0-9]+) *(?:rail= *(?P<g5>[0-9]+) *plane= *(?P<g6>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="index",
@@ -6301,20 +6301,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_devices",
-        pattern="^(?P<ok>) *NET/IB *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))*)(?: *(?P<g2>\\[RO\\]))? *; *OOB(?P<g3> *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)$",
+        pattern="^(?P<ok>) *NET/IB *: *Using(?P<g1>(?: *(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+ *(?:: *(?:[0-9]+ *)?(?:: *[0-9]+)? *)?/ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+ *(?:: *(?:[0-9]+ *)?(?:: *[0-9]+)? *)?/ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+ *(?:: *(?:[0-9]+ *)?(?:: *[0-9]+)? *)?/ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))*) *(?:(?P<g2>\\[RO\\]) *)?; *OOB(?P<g3> * *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)$",
         fields=(
             FieldPattern(
                 name="devices",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+(?: *:(?: *[0-9]+)?(?: *: *[0-9]+)?)? */ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))",
+                    "((?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+ *(?:: *(?:[0-9]+ *)?(?:: *[0-9]+)? *)?/ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+ *(?:: *(?:[0-9]+ *)?(?:: *[0-9]+)? *)?/ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\})(?: *,(?: *\\[ *[0-9]+ *\\] *[^\\s:\\[\\]{}\\/,]+ *: *[0-9]+ *(?:: *(?:[0-9]+ *)?(?:: *[0-9]+)? *)?/ *[A-Za-z][0-9A-Za-z_-]*(?: */ *[A-Za-z][0-9A-Za-z_-]*)*| *\\[ *[0-9]+ *\\] *= *\\{ *.*?(?: *, *.*?)* *\\}))* *\\}))",
                 ),
                 part="ib_device",
                 part_patterns=(
                     KindPattern(
                         kind="ib_device",
-                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[0-9]+)(?: *:(?: *(?P<g4>[0-9]+))?(?: *: *(?P<g5>[0-9]+))?)? */ *(?P<g6>[A-Za-z][0-9A-Za-z_-]*)(?P<g7>(?: */ *[A-Za-z][0-9A-Za-z_-]*)*)$",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[0-9]+) *(?:: *(?:(?P<g4>[0-9]+) *)?(?:: *(?P<g5>[0-9]+))? *)?/ *(?P<g6>[A-Za-z][0-9A-Za-z_-]*)(?P<g7>(?: */ *[A-Za-z][0-9A-Za-z_-]*)*)$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -6367,13 +6367,13 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
+                    "( *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
+                        pattern="^(?P<ok>) *(?:\\[ *(?P<g1>[0-9]+) *\\] *)??(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+) *(?:< *(?P<g4>[0-9]+) *> *)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -6406,7 +6406,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_device_detail",
-        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>[0-9]+) */ *(?P<g5>[A-Za-z][0-9A-Za-z_-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>[0-9]+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>[0-9]+)(?: *oooRqSize= *(?P<g11>[0-9]+))?$",
+        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>[0-9]+) */ *(?P<g5>[A-Za-z][0-9A-Za-z_-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>[0-9]+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>[0-9]+) *(?:oooRqSize= *(?P<g11>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="index",
@@ -6468,7 +6468,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_data_direct",
-        pattern="^(?P<ok>)(?: *NET/IB *:)?? *Data Direct DMA Interface is detected for device(?: *:)?? *(?P<g1>[^\\s:]+)$",
+        pattern="^(?P<ok>) *(?:NET/IB *: *)??Data Direct DMA Interface is detected for device *(?:: *)??(?P<g1>[^\\s:]+)$",
         fields=(
             FieldPattern(
                 name="device",
@@ -6483,21 +6483,21 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_size_mismatch",
-        pattern="^(?P<ok>) *NET/IB *:(?: *req *[0-9]+ */ *[0-9]+ *tag *[0-9a-fA-F]+)??(?: *peer *[^\\s<>]+ *< *[0-9]+ *>)??(?: *posted incorrect receive info *: *size *[0-9]+(?: *\\S(?:.*\\S)?)?| *collective mismatch error(?: *,)?? *local size *[0-9]+ *remote(?: *size)?? *[0-9]+(?: *\\S(?:.*\\S)?)?)$",
+        pattern="^(?P<ok>) *NET/IB *: *(?:req *[0-9]+ */ *[0-9]+ *tag *[0-9a-fA-F]+ *)??(?:peer *[^\\s<>]+ *< *[0-9]+ *>)??(?: *posted incorrect receive info *: *size *[0-9]+ *(?:\\S(?:.*\\S)? *)?| *collective mismatch error *(?:, *)??local size *[0-9]+ *remote *(?:size *)??[0-9]+ *(?:\\S(?:.*\\S)? *)?)$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="ib_async_event",
-        pattern="^(?P<ok>) *NET/IB *:(?: *[^\\s:]+ *: *[0-9]+)?(?: *(?:Got\\ non\\-fatal\\ async\\ event|Got\\ async\\ error\\ event|Got\\ async\\ event) *: *\\S(?:.*\\S)?| *unknown event type *\\( *[0-9]+ *\\)| *async fatal event(?: *on *(?:SRQ|QP|CQ)(?: *,)??(?: *unused for now)? *\\( *(?:0x[0-9a-fA-F]+|\\(nil\\)) *\\)(?: *[^:]+)?)? *: *\\S(?:.*\\S)?| *GID table changed)$",
+        pattern="^(?P<ok>) *NET/IB *: *(?:[^\\s:]+ *: *[0-9]+ *)?(?:(?:Got\\ non\\-fatal\\ async\\ event|Got\\ async\\ error\\ event|Got\\ async\\ event) *: *\\S(?:.*\\S)?|unknown event type *\\( *[0-9]+ *\\)|async fatal event *(?:on *(?:SRQ|QP|CQ) *(?:, *)??(?:unused for now)? *\\( *(?:0x[0-9a-fA-F]+|\\(nil\\)) *\\)(?: *[^:]+)? *)?: *\\S(?:.*\\S)?|GID table changed)$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="ib_qp_info",
-        pattern="^(?P<ok>) *NET/IB *:(?: *[0-9A-Za-z_]+ *:)?(?: *(?:NCCL\\ MergedDev|NCCL\\ Dev|Dev))??(?: *[0-9]+)?(?: *IbDev)?? *[0-9]+ *Port *[0-9]+ *(?:qp_num|qpn) *[0-9]+ *mtu *[0-9]+(?: *\\S(?:.*\\S)?)?$",
+        pattern="^(?P<ok>) *NET/IB *: *(?:[0-9A-Za-z_]+ *: *)?(?:(?:NCCL\\ MergedDev|NCCL\\ Dev|Dev))?? *(?:[0-9]+ *)?(?:IbDev)?? *[0-9]+ *Port *[0-9]+ *(?:qp_num|qpn) *[0-9]+ *mtu *[0-9]+ *(?:\\S(?:.*\\S)? *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
@@ -6567,7 +6567,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>) *Error: *failed to extend(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *to *(?P<g3>[0-9]+) *bytes(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?[0-9]+) *\\))?)?$",
+        pattern="^(?P<ok>) *Error: *failed to extend(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+)) *to *(?P<g3>[0-9]+) *bytes(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?) *(?:\\( *(?P<g5>-?[0-9]+) *\\) *)?)?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -6598,7 +6598,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="shm_error",
-        pattern="^(?P<ok>)(?: *Error:)?? *Could not map(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+))(?: *size *(?P<g3>[0-9]+)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?)(?: *\\( *(?P<g5>-?[0-9]+) *\\))?)?)?$",
+        pattern="^(?P<ok>) *(?:Error: *)??Could not map(?: *(?P<g1>[^\\s,()](?:[^,()]*[^\\s,()])?) | *(?P<g2>[^\\s,()]+))(?: *size *(?P<g3>[0-9]+)(?: *, *error: *(?P<g4>[^(\\s](?:[^(]*[^(\\s])?) *(?:\\( *(?P<g5>-?[0-9]+) *\\) *)?)?)?$",
         fields=(
             FieldPattern(
                 name="path",
@@ -6711,7 +6711,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_clique",
-        pattern="^(?P<ok>) *MNNVL *(?P<g1>[0-9]+) *cliqueId(?: *(?P<g2>0x[0-9a-fA-F]+)| *(?P<g3>[0-9a-fA-F]+)) *cliqueSize *(?P<g4>[0-9]+) *cliqueRank *(?P<g5>[0-9]+)(?: *nvlDomainSize *(?P<g6>[0-9]+))?$",
+        pattern="^(?P<ok>) *MNNVL *(?P<g1>[0-9]+) *cliqueId(?: *(?P<g2>0x[0-9a-fA-F]+)| *(?P<g3>[0-9a-fA-F]+)) *cliqueSize *(?P<g4>[0-9]+) *cliqueRank *(?P<g5>[0-9]+) *(?:nvlDomainSize *(?P<g6>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="mnnvl",
@@ -6746,7 +6746,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_unavailable",
-        pattern="^(?P<ok>) *MNNVL *\\(cliqueSize *(?P<g1>[0-9]+) *\\) *is available but not *(?P<g2>(?:supported|working)) *on this system\\.(?: *(?P<g3>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *MNNVL *\\(cliqueSize *(?P<g1>[0-9]+) *\\) *is available but not *(?P<g2>(?:supported|working)) *on this system\\. *(?:(?P<g3>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="clique_size",
@@ -6768,7 +6768,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_not_found",
-        pattern="^(?P<ok>) *Tuner *: *no plugin found *' *[^\\s()',.][^\\s()',]*? *'(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])?(?: *\\.)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])?(?: *\\.)?)?)$",
+        pattern="^(?P<ok>) *Tuner *: *no plugin found *' *[^\\s()',.][^\\s()',]*? *'(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?)?)$",
         fields=(),
         leads=("w:Tuner",),
         guard=True,
@@ -6788,14 +6788,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="trees",
-        pattern="^(?P<ok>) *Trees(?:(?P<g1>(?:(?: * *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| * *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: *\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*)?))+))?$",
+        pattern="^(?P<ok>) *Trees(?:(?P<g1>(?:(?: * *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| * *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+ *(?:\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)* *)?))+))?$",
         fields=(
             FieldPattern(
                 name="trees",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "( *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: *\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*)?)",
+                    "( *\\[ *[0-9]+ *\\] *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)*| *\\[ *[0-9]+ *\\] *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+ *(?:\\| *-?[0-9]+ *\\-> *-?[0-9]+ *\\-> *-?[0-9]+(?: */ *-?[0-9]+)* *)?)",
                 ),
                 part="tree",
                 part_patterns=(
@@ -6829,7 +6829,7 @@ KINDS: tuple[KindPattern, ...] = (
                     ),
                     KindPattern(
                         kind="tree",
-                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\](?P<g2> *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+) *\\-> *(?P<g3>-?[0-9]+) *\\-> *(?P<g4>-?[0-9]+)(?: *\\| *(?P<g5>-?[0-9]+) *\\-> *(?P<g6>-?[0-9]+) *\\->(?P<g7> *-?[0-9]+(?: */ *-?[0-9]+)*))?$",
+                        pattern="^(?P<ok>) *\\[ *(?P<g1>[0-9]+) *\\](?P<g2> *-?[0-9]+ */ *-?[0-9]+ */ *-?[0-9]+) *\\-> *(?P<g3>-?[0-9]+) *\\-> *(?P<g4>-?[0-9]+) *(?:\\| *(?P<g5>-?[0-9]+) *\\-> *(?P<g6>-?[0-9]+) *\\->(?P<g7> *-?[0-9]+(?: */ *-?[0-9]+)*) *)?$",
                         fields=(
                             FieldPattern(
                                 name="channel",
@@ -6954,7 +6954,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>)(?: *CollNet| *Coll) *(?P<g1>[0-9]+)(?: */ *(?P<g2>[0-9]))?? *: *(?P<g3>[0-9]+) *\\[ *(?P<g4>(?:receive|send)) *\\] *via *(?P<g5>COLLNET)/ *(?P<g6>[^\\/\\s][^\\/]*?)/ *(?P<g7>[0-9]+)(?:(?P<g8>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?$",
+        pattern="^(?P<ok>)(?: *CollNet| *Coll) *(?P<g1>[0-9]+) *(?:/ *(?P<g2>[0-9]) *)??: *(?P<g3>[0-9]+) *\\[ *(?P<g4>(?:receive|send)) *\\] *via *(?P<g5>COLLNET)/ *(?P<g6>[^\\/\\s][^\\/]*?)/ *(?P<g7>[0-9]+)(?:(?P<g8>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7006,7 +7006,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="rank_info",
-        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g3>[0-9]+)(?: *cudaDev *(?P<g4>[0-9]+))?(?: *nvmlDev *(?P<g5>[0-9]+))?(?: *busId *(?P<g6>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *compCap *(?P<g7>[0-9]+))?$",
+        pattern="^(?P<ok>) *comm *(?P<g1>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g2>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g3>[0-9]+) *(?:cudaDev *(?P<g4>[0-9]+) *)?(?:nvmlDev *(?P<g5>[0-9]+))? *(?:busId *(?P<g6>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *)?(?:compCap *(?P<g7>[0-9]+))?$",
         fields=(
             FieldPattern(
                 name="comm",
@@ -7109,7 +7109,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_init",
-        pattern="^(?P<ok>)(?: *\\[Rank *(?P<g1>-?[0-9]+) *\\])??(?: *(?P<g2>nccl[0-9A-Za-z_]+) )? *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g5>[0-9]+)(?: *cudaDev *(?P<g6>[0-9]+))?(?: *nvmlDev *(?P<g7>[0-9]+))?(?: *busId *(?P<g8>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?))?(?: *parent *(?P<g9>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *childCount *(?P<g10>[0-9]+)| *splitCount *(?P<g11>[0-9]+)))? *color *(?P<g12>-?[0-9]+) *key *(?P<g13>-?[0-9]+))??(?: *commId *(?P<g14>0x[0-9a-fA-F]+))? *\\-(?: *Init)?? *(?P<g15>(?:COMPLETE|START|END))$",
+        pattern="^(?P<ok>) *(?:\\[Rank *(?P<g1>-?[0-9]+) *\\] *)??(?:(?P<g2>nccl[0-9A-Za-z_]+) )? *comm *(?P<g3>(?:0x[0-9a-fA-F]+|\\(nil\\))) *rank *(?P<g4>-?[0-9]+)(?: *nranks| *nRanks) *(?P<g5>[0-9]+) *(?:cudaDev *(?P<g6>[0-9]+) *)?(?:nvmlDev *(?P<g7>[0-9]+))? *(?:busId *(?P<g8>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *)?(?:parent *(?P<g9>(?:0x[0-9a-fA-F]+|\\(nil\\)))(?:(?: *childCount *(?P<g10>[0-9]+)| *splitCount *(?P<g11>[0-9]+)))? *color *(?P<g12>-?[0-9]+) *key *(?P<g13>-?[0-9]+))?? *(?:commId *(?P<g14>0x[0-9a-fA-F]+) *)?\\- *(?:Init *)??(?P<g15>(?:COMPLETE|START|END))$",
         fields=(
             FieldPattern(
                 name="rank_tag",
@@ -7195,7 +7195,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="comm_teardown",
-        pattern="^(?P<ok>) *comm *(?:0x[0-9a-fA-F]+|\\(nil\\)) *rank *-?[0-9]+(?: *nranks| *nRanks) *[0-9]+(?: *cudaDev *[0-9]+)?(?: *nvmlDev *[0-9]+)?(?: *busId *[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?)? *\\- *(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort) *(?:COMPLETE|START|END)(?: *, *result *-?[0-9]+)?$",
+        pattern="^(?P<ok>) *comm *(?:0x[0-9a-fA-F]+|\\(nil\\)) *rank *-?[0-9]+(?: *nranks| *nRanks) *[0-9]+ *(?:cudaDev *[0-9]+ *)?(?:nvmlDev *[0-9]+)? *(?:busId *[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])? *)?\\- *(?:CommRevokeAsync|Destroy|Revoke|Shrink|Abort) *(?:COMPLETE|START|END) *(?:, *result *-?[0-9]+ *)?$",
         fields=(),
         leads=("w:comm",),
         guard=True,
@@ -7255,7 +7255,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *failed to get CUDA IPC handle to device *(?P<g2>[0-9]+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?[0-9]+)(?: *(?P<g5>\\S(?:.*\\S)?))?$",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *failed to get CUDA IPC handle to device *(?P<g2>[0-9]+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?[0-9]+) *(?:(?P<g5>\\S(?:.*\\S)?) *)?$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7339,7 +7339,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?[0-9]+) *on channel *(?P<g4>[0-9]+)(?: */ *[0-9]+)?$",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?[0-9]+) *on channel *(?P<g4>[0-9]+) *(?:/ *[0-9]+ *)?$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7424,7 +7424,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="connection",
-        pattern="^(?P<ok>) *Ring *(?P<g1>[0-9]+) *: *(?P<g2>[0-9]+)(?: *\\[ *(?P<g3>[0-9a-fA-F]+)\\])??(?: *<\\-(?P<g4>)| *\\->) *(?P<g5>[0-9]+)(?: *\\[ *(?P<g6>[0-9a-fA-F]+)\\])??(?: *\\[ *(?P<g7>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g8>direct shared memory)| *(?P<g9>SHM)(?P<g10>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))| *(?P<g11>NET)/ *(?P<g12>[^\\/\\s][^\\/]*?)/ *(?P<g13>[0-9]+)(?: *\\( *(?P<g14>[0-9]+) *\\))?(?:(?P<g15>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?| *(?P<g16>P2P)/ *(?P<g17>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*))(?: */ *(?P<g18>[0-9]+) *\\[ *(?P<g19>[0-9a-fA-F]+)\\])?(?:(?P<g20>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?)(?: *comm *(?P<g21>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g22>[0-9]+))?$",
+        pattern="^(?P<ok>) *Ring *(?P<g1>[0-9]+) *: *(?P<g2>[0-9]+) *(?:\\[ *(?P<g3>[0-9a-fA-F]+)\\] *)??(?:<\\-(?P<g4>)|\\->) *(?P<g5>[0-9]+) *(?:\\[ *(?P<g6>[0-9a-fA-F]+)\\] *)??(?:\\[ *(?P<g7>(?:receive|send)) *\\])?? *via(?:(?: *(?P<g8>direct shared memory)| *(?P<g9>SHM)(?P<g10>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))| *(?P<g11>NET)/ *(?P<g12>[^\\/\\s][^\\/]*?)/ *(?P<g13>[0-9]+) *(?:\\( *(?P<g14>[0-9]+) *\\) *)?(?:(?P<g15>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?| *(?P<g16>P2P)/ *(?P<g17>(?:IPC|CUMEM|MNNVL|direct pointer|common device|indirect|[A-Z][A-Z0-9]*)) *(?:/ *(?P<g18>[0-9]+) *\\[ *(?P<g19>[0-9a-fA-F]+)\\] *)?(?:(?P<g20>(?: *(?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))+))?) *(?:comm *(?P<g21>(?:0x[0-9a-fA-F]+|\\(nil\\))) *nRanks *(?P<g22>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="channel",
@@ -7547,27 +7547,27 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="uds_error",
-        pattern="^(?P<ok>) *UDS: *(?:Receiving\\ data\\ over\\ socket|Sending\\ data\\ over\\ socket|Socket\\ creation\\ error|Binding\\ to\\ socket)(?: *[^\\s:]+)?(?: *failed)?(?: *:(?: *[^\\s(0-9][^(]*[^\\s(] *\\( *-?[0-9]+ *\\)| *-?[0-9]+))?$",
+        pattern="^(?P<ok>) *UDS: *(?:Receiving\\ data\\ over\\ socket|Sending\\ data\\ over\\ socket|Socket\\ creation\\ error|Binding\\ to\\ socket) *(?:[^\\s:]+ *)?(?:failed)? *(?::(?: *[^\\s(0-9][^(]*[^\\s(] *\\( *-?[0-9]+ *\\)| *-?[0-9]+) *)?$",
         fields=(),
         leads=("w:UDS",),
         guard=True,
     ),
     KindPattern(
         kind="socket_interfaces",
-        pattern="^(?P<ok>) *NET  *: *Using interface(?P<g1> *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)$",
+        pattern="^(?P<ok>) *NET  *: *Using interface(?P<g1> * *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
+                    "( *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
+                        pattern="^(?P<ok>) *(?:\\[ *(?P<g1>[0-9]+) *\\] *)??(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+) *(?:< *(?P<g4>[0-9]+) *> *)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -7600,20 +7600,20 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="interface_in_subnet",
-        pattern="^(?P<ok>) *NET  *: *Found interface(?P<g1> *(?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?) *in the same subnet as remote address *(?P<g2>\\S+)$",
+        pattern="^(?P<ok>) *NET  *: *Found interface(?P<g1> * *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?) *in the same subnet as remote address *(?P<g2>\\S+)$",
         fields=(
             FieldPattern(
                 name="interfaces",
                 groups=("g1",),
                 convert="part",
                 items=(
-                    "((?: *\\[ *[0-9]+ *\\])?? *[^\\s:\\[\\]<>]+ *: *[^\\s<>]+(?: *< *[0-9]+ *>)?)",
+                    "( *(?:\\[ *[0-9]+ *\\] *)??[^\\s:\\[\\]<>]+ *: *[^\\s<>]+ *(?:< *[0-9]+ *> *)?)",
                 ),
                 part="net_interface",
                 part_patterns=(
                     KindPattern(
                         kind="net_interface",
-                        pattern="^(?P<ok>)(?: *\\[ *(?P<g1>[0-9]+) *\\])?? *(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+)(?: *< *(?P<g4>[0-9]+) *>)?$",
+                        pattern="^(?P<ok>) *(?:\\[ *(?P<g1>[0-9]+) *\\] *)??(?P<g2>[^\\s:\\[\\]<>]+): *(?P<g3>[^\\s<>]+) *(?:< *(?P<g4>[0-9]+) *> *)?$",
                         fields=(
                             FieldPattern(
                                 name="index",
@@ -7669,7 +7669,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="cc_mode",
-        pattern="^(?P<ok>) *CC *(?P<g1>(?:Off|On)) *,(?: *Multi\\-GPU CC *(?P<g2>(?:Off|On)) *,)?? *workFifoBytes *(?P<g3>[0-9]+)$",
+        pattern="^(?P<ok>) *CC *(?P<g1>(?:Off|On)) *, *(?:Multi\\-GPU CC *(?P<g2>(?:Off|On)) *, *)??workFifoBytes *(?P<g3>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="cc",
@@ -7721,7 +7721,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *\\[ *[A-Za-z_][0-9A-Za-z_]* *\\] *Failed to *(?:WSAPoll|Accept|create|Poll|set) *CUDA context on device *-?[0-9]+ *with error *[0-9]+(?: *, *\\S(?:.*\\S)?)?(?: *\\.)?$",
+        pattern="^(?P<ok>) *\\[ *[A-Za-z_][0-9A-Za-z_]* *\\] *Failed to *(?:WSAPoll|Accept|create|Poll|set) *CUDA context on device *-?[0-9]+ *with error *[0-9]+ *(?:, *\\S(?:.*\\S)? *)?(?:\\.)?$",
         fields=(),
         leads=("c:[",),
         guard=True,
@@ -7729,7 +7729,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_link",
-        pattern="^(?P<ok>) *\\+ *(?P<g1>[A-Z0-9]+)\\[(?: *(?P<g2>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g3>[0-9]+)) *\\] *\\- *(?P<g4>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g5>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g6> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\)(?: *\\[ *MLOPart *(?P<g7>[0-9]+) *\\])?)?$",
+        pattern="^(?P<ok>) *\\+ *(?P<g1>[A-Z0-9]+)\\[(?: *(?P<g2>-?[0-9]+\\.[0-9]+(?:e[+-]?[0-9]+)?)| *(?P<g3>[0-9]+)) *\\] *\\- *(?P<g4>(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB))/ *(?P<g5>[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)(?: *\\((?P<g6> *[^\\/()\\s]+(?: */ *[^\\/()\\s]+)*) *\\) *(?:\\[ *MLOPart *(?P<g7>[0-9]+) *\\] *)?)?$",
         fields=(
             FieldPattern(
                 name="link_type",
@@ -7781,28 +7781,28 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_env_set",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]*(?: *Running on *\\S+ *platform *,)? *Setting *\\S+ *environment variable to *\\S+?(?: *\\.)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:Running on *\\S+ *platform *, *)?Setting *\\S+ *environment variable to *\\S+? *(?:\\. *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_version",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:Using|Initializing) *(?:aws\\-ofi\\-nccl|Libfabric|libfabric)(?: *version)?? *\\S+$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:Using|Initializing) *(?:aws\\-ofi\\-nccl|Libfabric|libfabric) *(?:version *)??\\S+$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="ofi_provider_selected",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Selected Provider is *[^\\s()]+(?: *\\( *found *[0-9]+ *nics *\\))?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Selected Provider is *[^\\s()]+ *(?:\\( *found *[0-9]+ *nics *\\) *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_option_unsupported",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *not supported(?: *\\.)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *not supported *(?:\\. *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
