@@ -388,6 +388,8 @@ def test_translate(regex: str, expected: generate.Translated) -> None:
         ("[^\\]]+", False),
         ("x?y", False),
         (".+", False),
+        ("$", False),
+        ("(?-u:\\b)x", False),
     ],
 )
 def test_solid_start(regex: str, solid: bool) -> None:

@@ -407,11 +407,18 @@ def _solid_start(regex: str, depth: int = 0) -> bool:
     if quant in ("?", "*", "{"):
         return False  # the atom may be absent: what follows it would start the text
     if atom.startswith("("):
-        head = re.match(r"\((?:\?:|\?P<\w+>)?", atom)
-        if head is None or atom.startswith(("(?=", "(?!", "(?<")):
-            return False
-        inner = atom[head.end() : -1]
+        named = re.match(r"\(\?P<\w+>", atom)
+        if atom.startswith("(?:"):
+            inner = atom[3:-1]
+        elif named is not None:
+            inner = atom[named.end() : -1]
+        elif atom.startswith("(?"):
+            return False  # a lookaround, a flag group: not worked out
+        else:
+            inner = atom[1:-1]
         return all(_solid_start(branch, depth + 1) for branch in _split_alternatives(inner))
+    if atom in ("^", "$"):
+        return False
     if atom in ("\\S", "\\d", "\\w"):
         return True
     if atom.startswith("\\") and atom[1:2].isalpha():

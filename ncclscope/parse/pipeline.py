@@ -340,7 +340,7 @@ def _columnar(
     # (a superset of the line path's test, so a line it would type is never counted here).
     # (Two filters: polars runs every test of one on every row, and nearly every line of a big
     # log has a header, which the literal test sees fastest: the regexes then run on the few
-    # lines left. 100 MB of the COLL-heavy log: 0.12 -> 0.05 s.)
+    # lines left. 131,072 lines of the COLL-heavy log: 18 -> 1 ms, of the init-heavy: 14 -> 3.)
     noise = (
         plain.filter(~text.str.contains("NCCL ", literal=True))
         .filter(
