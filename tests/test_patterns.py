@@ -26,6 +26,7 @@ from ncclscope.model.records import KINDS as RECORD_KINDS
 from ncclscope.model.records.base import Part, Record
 from ncclscope.parse import generate, match, patterns
 from ncclscope.parse.grammar import lark_parser, markers
+from ncclscope.parse.parser import LineParser
 from ncclscope.parse.transform import Body, field_specs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -405,6 +406,42 @@ def test_an_optional_part_reads_the_blanks_after_it() -> None:
     (call,) = [k.pattern for k in patterns.KINDS if k.kind == "coll_call"]
     assert call.startswith("^(?P<ok>) *(?:(?P<g1>[A-Z][A-Za-z]+): *)?opCount ")
     assert " *(?:size *(?P<g6>[0-9]+) *)??datatype " in call
+
+
+@pytest.mark.parametrize(
+    ("glued", "spaced"),
+    [
+        # a name runs on into "res=", a hex pointer into "count", a value into "is"
+        (
+            "Received and initiated operation=foores= 3",
+            "Received and initiated operation=foo res= 3",
+        ),
+        (
+            "AllReduce: opCount 0 sendbuff 0x7200 recvbuff 0x9200count 2 datatype 7 op 0 root 0 "
+            "comm 0x55b6 [nranks=2] stream 0x55b7",
+            "AllReduce: opCount 0 sendbuff 0x7200 recvbuff 0x9200 count 2 datatype 7 op 0 root 0 "
+            "comm 0x55b6 [nranks=2] stream 0x55b7",
+        ),
+        (
+            "Split shares resources, but parent comm netName IBis different from child comm "
+            "netName Socket",
+            "Split shares resources, but parent comm netName IB is different from child comm "
+            "netName Socket",
+        ),
+    ],
+)
+def test_a_token_lark_runs_on_needs_the_blank(glued: str, spaced: str | None) -> None:
+    """Lark's lexer reads a token as far as its regex goes: a name, a hex value or a run of
+    non-blanks printed against the next word takes the word's first letters, and the line is
+    not Lark's. The patterns ask for the blank there too (where the token only ends in such a
+    run), so they take exactly what Lark takes."""
+    parser = LineParser()
+    typed = match.message_columns(pl.Series([glued] + ([spaced] if spaced else []))).kind
+    assert parser.parse_message(glued) is None
+    assert typed[0] is None
+    if spaced is not None:
+        body = parser.parse_message(spaced)
+        assert body is not None and typed[1] == body.cls.KIND
 
 
 def test_translate_refuses_inner_lookaround() -> None:

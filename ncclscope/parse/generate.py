@@ -18,6 +18,9 @@ How the grammar maps to a regex:
 
 * a token is its terminal's regex (a string literal escaped), preceded by the ``%ignore``d blanks
   (`` *``); a terminal's capture groups become non-capturing;
+* a token that Lark's lexer would run on into the next one (it ends in a greedy run of a class,
+  ``[0-9a-fA-F]+``, and the next token starts with a character of it: a hex value, then
+  ``fabric``) is followed by at least one blank (`` +``): with none, Lark reads no such line;
 * an optional part whose first token cannot start with a blank reads the blanks after it
   inside itself, and the token after it reads none: `` *(?:A *)?B`` for `` (?: *A)? *B``, the
   same texts and captures; the regex then never chooses which run of blanks takes a blank, and a
@@ -397,6 +400,19 @@ def _atom_end(regex: str) -> int:
     return 1
 
 
+def _greedy_tail(tr: Translated) -> str | None:
+    """The class a token's regex ends in a greedy run of (``[0-9a-fA-F]+``), where nothing
+    else can end it: no alternation at its top, no lookahead, nothing glued or consumed after
+    it. Lark's lexer, which takes the longest text the token's regex matches there, then runs
+    the token on into every next character of the class."""
+    if tr.glue or tr.consume or tr.lossy or _top_level_alternation(tr.regex):
+        return None
+    m = re.search(r"(\[(?:\\.|[^\]\\])+\])[+*]$", tr.regex)
+    if m is None or (m.start() > 0 and tr.regex[m.start() - 1] == "\\"):
+        return None
+    return m.group(1)
+
+
 def _solid_start(regex: str, depth: int = 0) -> bool:
     """Whether every text this (Rust-dialect) regex matches starts with a character that is not
     a blank (False where that is not worked out)."""
@@ -669,6 +685,10 @@ class Emitter:
     #: can run over blanks) was emitted: how specific a catch-all kind is
     literal_chars: int = 0
     free: bool = False
+    #: the class the previous token ends in a greedy run of, where it is a plain one (a hex or
+    #: decimal number, a name): Lark's lexer runs that token on into a next character of the
+    #: class, so a next token starting with one needs a blank before it
+    tail: str | None = None
 
     def group(self) -> str:
         self.counter += 1
@@ -738,6 +758,8 @@ class Emitter:
                     nullable = nullable or nl
                 self.glue = glue_after
                 self.literal_chars = min(chars_after)
+                if len(parts) > 1:
+                    self.tail = None
                 if len(parts) == 1:
                     return parts[0], (None if leads is None else frozenset(leads)), nullable
                 return (
@@ -767,6 +789,8 @@ class Emitter:
                     chars = self.literal_chars
                     rx, ld, _ = self.emit(inner, field_name)
                     self.literal_chars = chars
+                    # what follows may follow the token before the optional part
+                    self.tail = None
                     sep = self.view.separator
                     if rx.startswith(sep) and not self.glue and _solid_start(rx[len(sep) :]):
                         # The blanks after the optional part are read inside it, where it was
@@ -780,7 +804,11 @@ class Emitter:
                         return f"{sep}(?:{rx[len(sep) :]}{sep})?", ld, True
                     return f"(?:{rx})?", ld, True
                 if op in ("*", "+"):
-                    return self.repeat(inner, op, field_name)
+                    # a repetition's first token may follow its own last one, or the token before
+                    self.tail = None
+                    repeated = self.repeat(inner, op, field_name)
+                    self.tail = None
+                    return repeated
                 raise Unsupported(f"operator {op}")
             if data == "value":
                 (sym,) = node.children
@@ -802,6 +830,14 @@ class Emitter:
     ) -> tuple[str, frozenset[str] | None, bool]:
         rx, leads, tr = self.token(name, literal)
         sep = self.sep()
+        text = literal
+        if text is None and isinstance(self.view.terminals[str(name)].pattern, PatternStr):
+            text = str(self.view.terminals[str(name)].pattern.value)
+        if sep and self.tail is not None and text and re.fullmatch(self.tail, text[0]):
+            # with no blank, Lark's lexer would have read this token's first character into
+            # the previous one: at least one blank, as Lark has it (and the regex need not
+            # choose where the previous token ends)
+            sep = " +"
         if literal is not None:
             self.literal_chars += len(literal)
         else:
@@ -828,6 +864,7 @@ class Emitter:
                 )
                 body = f"(?P<{group}>{rx})"
         self.glue = tr.glue
+        self.tail = _greedy_tail(tr)
         return sep + body + tr.consume, leads, False
 
     def nonterminal(
@@ -904,6 +941,7 @@ class Emitter:
 
     def span(self, fname: str, tree: Tree[Any]) -> tuple[str, frozenset[str] | None, bool]:
         """A field whose value is several tokens (or parts): one group around them all."""
+        self.tail = None
         self.span_field.append(fname)
         self.span_tokens = []
         self.span_parts = []

@@ -1292,7 +1292,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+ *(?:,(?: *set both to| *cap it to) *-?[0-9]+ *)?$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ +is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+ *(?:,(?: *set both to| *cap it to) *-?[0-9]+ *)?$",
         fields=(),
         leads=(
             "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
@@ -1302,7 +1302,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is not a valid value *(?:0/1 *)?,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ +is not a valid value *(?:0/1 *)?,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
         fields=(),
         leads=(
             "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
@@ -1429,7 +1429,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ *is too big\\. *Limiting value to *-?[0-9]+ *\\.$",
+        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ +is too big\\. *Limiting value to *-?[0-9]+ *\\.$",
         fields=(),
         leads=("r:NCCL_[A-Z0-9_]+",),
         guard=True,
@@ -1645,7 +1645,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="usage_error",
-        pattern="^(?P<ok>) *Split shares resources, but parent comm netName *(?P<g1>[^\\s,()]+) *is different from child comm netName *(?P<g2>[^\\s,()]+)$",
+        pattern="^(?P<ok>) *Split shares resources, but parent comm netName *(?P<g1>[^\\s,()]+) +is different from child comm netName *(?P<g2>[^\\s,()]+)$",
         fields=(
             FieldPattern(
                 name="parent_net",
@@ -1836,7 +1836,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_event",
-        pattern="^(?P<ok>) *Received and initiated operation= *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *res= *(?P<g2>-?[0-9]+)$",
+        pattern="^(?P<ok>) *Received and initiated operation= *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) +res= *(?P<g2>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="operation_name",
@@ -4064,7 +4064,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>[0-9]+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_][0-9A-Za-z_]*) *from rank *(?P<g3>-?[0-9]+) *, *retcode *(?P<g4>[0-9]+)$",
+        pattern="^(?P<ok>) *\\[Proxy Service *(?P<g1>[0-9]+) *\\] *Failed to execute operation *(?P<g2>[A-Za-z_][0-9A-Za-z_]*) +from rank *(?P<g3>-?[0-9]+) *, *retcode *(?P<g4>[0-9]+)$",
         fields=(
             FieldPattern(
                 name="tp_rank",
@@ -5544,14 +5544,14 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mlx5_call_failed",
-        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ *failed(?: *with error *\\S.*? *(?:errno *[0-9]+ *)?)?$",
+        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ +failed(?: *with error *\\S.*? *(?:errno *[0-9]+ *)?)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="cuda_library_error",
-        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *(?:version *(?P<g2>[0-9]+) *)??failed with *(?P<g3>[0-9]+) *(?:status *(?P<g4>-?[0-9]+) *)?$",
+        pattern="^(?P<ok>) *Retrieve *(?P<g1>[A-Za-z_][0-9A-Za-z_]*)(?: +version *(?P<g2>[0-9]+))?? *failed with *(?P<g3>[0-9]+) *(?:status *(?P<g4>-?[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="symbol",
@@ -6241,7 +6241,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_virtual_device",
-        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>[0-9]+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *speed= *(?P<g3>[0-9]+) *ndevs= *(?P<g4>[0-9]+) *(?:rail= *(?P<g5>[0-9]+) *plane= *(?P<g6>[0-9]+) *)?$",
+        pattern="^(?P<ok>) *NET/IB *: *Made virtual device *\\[ *(?P<g1>[0-9]+) *\\] *name= *(?P<g2>[^\\s:\\[\\]{}\\/,]+) +speed= *(?P<g3>[0-9]+) *ndevs= *(?P<g4>[0-9]+) *(?:rail= *(?P<g5>[0-9]+) *plane= *(?P<g6>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="index",
@@ -6406,7 +6406,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_device_detail",
-        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>[0-9]+) */ *(?P<g5>[A-Za-z][0-9A-Za-z_-]*) *provider= *(?P<g6>\\S+) *speed= *(?P<g7>[0-9]+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>[0-9]+) *(?:oooRqSize= *(?P<g11>[0-9]+) *)?$",
+        pattern="^(?P<ok>) *NET/IB *: *\\[ *(?P<g1>[0-9]+) *\\] *(?P<g2>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g3>[^\\s:\\[\\]{}\\/,]+) *: *(?P<g4>[0-9]+) */ *(?P<g5>[A-Za-z][0-9A-Za-z_-]*) +provider= *(?P<g6>\\S+) *speed= *(?P<g7>[0-9]+) *context= *(?P<g8>(?:0x[0-9a-fA-F]+|\\(nil\\))) *pciPath= *(?P<g9>\\S+) *ar= *(?P<g10>[0-9]+) *(?:oooRqSize= *(?P<g11>[0-9]+) *)?$",
         fields=(
             FieldPattern(
                 name="index",
@@ -6676,7 +6676,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mnnvl_fabric",
-        pattern="^(?P<ok>) *MNNVL *busId *(?P<g1>0x[0-9a-fA-F]+) *fabric UUID *(?P<g2>[0-9a-fA-F]+\\.[0-9a-fA-F]+) *cliqueId(?: *(?P<g3>0x[0-9a-fA-F]+)| *(?P<g4>[0-9a-fA-F]+)) *state *(?P<g5>[0-9]+) *healthMask *(?P<g6>0x[0-9a-fA-F]+)$",
+        pattern="^(?P<ok>) *MNNVL *busId *(?P<g1>0x[0-9a-fA-F]+) +fabric UUID *(?P<g2>[0-9a-fA-F]+\\.[0-9a-fA-F]+) +cliqueId(?: *(?P<g3>0x[0-9a-fA-F]+)| *(?P<g4>[0-9a-fA-F]+)) *state *(?P<g5>[0-9]+) *healthMask *(?P<g6>0x[0-9a-fA-F]+)$",
         fields=(
             FieldPattern(
                 name="bus_id",
@@ -7316,7 +7316,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *requires NIC *(?P<g2>[0-9a-fA-F]+) *but that NIC is not available for rank *(?P<g3>-?[0-9]+)$",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *requires NIC *(?P<g2>[0-9a-fA-F]+) +but that NIC is not available for rank *(?P<g3>-?[0-9]+)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7339,7 +7339,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *has no transport for *(?P<g2>[a-z]+) *peer *(?P<g3>-?[0-9]+) *on channel *(?P<g4>[0-9]+) *(?:/ *[0-9]+ *)?$",
+        pattern="^(?P<ok>) *Rank *(?P<g1>-?[0-9]+) *has no transport for *(?P<g2>[a-z]+) +peer *(?P<g3>-?[0-9]+) *on channel *(?P<g4>[0-9]+) *(?:/ *[0-9]+ *)?$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -7781,7 +7781,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_env_set",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:Running on *\\S+ *platform *, *)?Setting *\\S+ *environment variable to *\\S+? *(?:\\. *)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]*(?: +Running on *\\S+ *platform *,)? *Setting *\\S+ *environment variable to *\\S+? *(?:\\. *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
@@ -7795,28 +7795,28 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ofi_provider_selected",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Selected Provider is *[^\\s()]+ *(?:\\( *found *[0-9]+ *nics *\\) *)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +Selected Provider is *[^\\s()]+ *(?:\\( *found *[0-9]+ *nics *\\) *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_option_unsupported",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *not supported *(?:\\. *)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +Setting *\\S+ *not supported *(?:\\. *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_error",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *OFI NCCL failure *: *-?[0-9]+$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +OFI NCCL failure *: *-?[0-9]+$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_env_set",
-        pattern='^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *to *" *[^"\\s]+ *"$',
+        pattern='^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +Setting *\\S+ *to *" *[^"\\s]+ *"$',
         fields=(),
         leads=("w:NET",),
         guard=True,
