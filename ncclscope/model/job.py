@@ -406,6 +406,7 @@ class JobBuilder:
             proc = self.job.processes[key] = Process(rec.host, rec.pid)
             if rec.host is not None:
                 self._hosts.add((rec.host,))
+        # Process.add_devs for one device, spelt out: this runs once per record
         if rec.dev is not None and rec.dev not in proc.devs:
             proc.devs += (rec.dev,)
         if isinstance(rec, EnvSetting):

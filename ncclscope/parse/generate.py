@@ -830,24 +830,23 @@ class Emitter:
     ) -> tuple[str, frozenset[str] | None, bool]:
         rx, leads, tr = self.token(name, literal)
         sep = self.sep()
+        term = None if literal is not None else self.view.terminals[str(name)]
+        # the token's text where it is a literal
         text = literal
-        if text is None and isinstance(self.view.terminals[str(name)].pattern, PatternStr):
-            text = str(self.view.terminals[str(name)].pattern.value)
+        if term is not None and isinstance(term.pattern, PatternStr):
+            text = str(term.pattern.value)
         if sep and self.tail is not None and text and re.fullmatch(self.tail, text[0]):
             # with no blank, Lark's lexer would have read this token's first character into
             # the previous one: at least one blank, as Lark has it (and the regex need not
             # choose where the previous token ends)
             sep = " +"
-        if literal is not None:
-            self.literal_chars += len(literal)
+        if text is not None:
+            self.literal_chars += len(text)
         else:
-            term = self.view.terminals[str(name)]
-            if isinstance(term.pattern, PatternStr):
-                self.literal_chars += len(term.pattern.value)
-            else:
-                self.literal_chars += _literal_run(term.pattern.to_regexp())
-                if _is_free(term):
-                    self.free = True
+            assert term is not None
+            self.literal_chars += _literal_run(term.pattern.to_regexp())
+            if _is_free(term):
+                self.free = True
         kept = name is not None and not name.startswith("_")
         body = rx
         if kept and field_name is not None and not self.loose:
@@ -864,7 +863,8 @@ class Emitter:
                 )
                 body = f"(?P<{group}>{rx})"
         self.glue = tr.glue
-        self.tail = _greedy_tail(tr)
+        # a guard only has to take every line Lark takes: its blanks stay `` *``
+        self.tail = None if self.loose else _greedy_tail(tr)
         return sep + body + tr.consume, leads, False
 
     def nonterminal(

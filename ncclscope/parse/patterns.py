@@ -1292,7 +1292,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ +is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+ *(?:,(?: *set both to| *cap it to) *-?[0-9]+ *)?$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is larger than *(?:\\#channels\\ upper\\ limit|maxCTAs) *-?[0-9]+ *(?:,(?: *set both to| *cap it to) *-?[0-9]+ *)?$",
         fields=(),
         leads=(
             "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
@@ -1302,7 +1302,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ +is not a valid value *(?:0/1 *)?,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
+        pattern="^(?P<ok>) *(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*) *[^\\s()\\/]+ *is not a valid value *(?:0/1 *)?,(?: *NCCL will decide.*| *set it to *-?[0-9]+)$",
         fields=(),
         leads=(
             "r:(?:min\\/max channels|[A-Za-z_][0-9A-Za-z_]*)(?: (?:-?[0-9]+ (?:is (?:too|not|larger)|\\()|\\(-?[0-9A-Za-z_]+\\) does not match|attribute))",
@@ -1429,7 +1429,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="config_invalid",
-        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ +is too big\\. *Limiting value to *-?[0-9]+ *\\.$",
+        pattern="^(?P<ok>) *NCCL_[A-Z0-9_]+ *value *[^\\s()\\/]+ *is too big\\. *Limiting value to *-?[0-9]+ *\\.$",
         fields=(),
         leads=("r:NCCL_[A-Z0-9_]+",),
         guard=True,
@@ -5544,7 +5544,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="mlx5_call_failed",
-        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ +failed(?: *with error *\\S.*? *(?:errno *[0-9]+ *)?)?$",
+        pattern="^(?P<ok>) *NET/MLX5 *: *Call to *[0-9A-Za-z_]+ *failed(?: *with error *\\S.*? *(?:errno *[0-9]+ *)?)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
@@ -7781,7 +7781,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_env_set",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]*(?: +Running on *\\S+ *platform *,)? *Setting *\\S+ *environment variable to *\\S+? *(?:\\. *)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *(?:Running on *\\S+ *platform *, *)?Setting *\\S+ *environment variable to *\\S+? *(?:\\. *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
@@ -7795,28 +7795,28 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ofi_provider_selected",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +Selected Provider is *[^\\s()]+ *(?:\\( *found *[0-9]+ *nics *\\) *)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Selected Provider is *[^\\s()]+ *(?:\\( *found *[0-9]+ *nics *\\) *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_option_unsupported",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +Setting *\\S+ *not supported *(?:\\. *)?$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *not supported *(?:\\. *)?$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_error",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +OFI NCCL failure *: *-?[0-9]+$",
+        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *OFI NCCL failure *: *-?[0-9]+$",
         fields=(),
         leads=("w:NET",),
         guard=True,
     ),
     KindPattern(
         kind="net_plugin_env_set",
-        pattern='^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* +Setting *\\S+ *to *" *[^"\\s]+ *"$',
+        pattern='^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *Setting *\\S+ *to *" *[^"\\s]+ *"$',
         fields=(),
         leads=("w:NET",),
         guard=True,
