@@ -478,9 +478,12 @@ def message_columns(messages: pl.Series) -> MessageTables:
             break
         parts = tries.select("k", "row", "msg").partition_by("k", as_dict=True, include_key=False)
         indexes = [int(k) for (k,) in parts]
-        # one query per pattern, run together (polars spreads them over the cores)
+        # one query per pattern, run together (polars spreads them over the cores). The
+        # in-memory engine, as polars' own eager operations use: "auto" is the streaming one
+        # (polars 2), whose set-up costs more than these small queries' work.
         results = pl.collect_all(
-            [_extract(i, part) for i, part in zip(indexes, parts.values(), strict=True)]
+            [_extract(i, part) for i, part in zip(indexes, parts.values(), strict=True)],
+            engine="in-memory",
         )
         got_some = [(i, got) for i, got in zip(indexes, results, strict=True) if got.height]
         if got_some:
