@@ -444,6 +444,47 @@ def test_a_token_lark_runs_on_needs_the_blank(glued: str, spaced: str | None) ->
         assert body is not None and typed[1] == body.cls.KIND
 
 
+#: each NCCL version's spelling of a missing plugin (net.lark's plugin_not_found), then names
+#: whose dots and neighbours test where the name ends
+_PLUGIN_NOT_FOUND = [
+    "NET/Plugin : No plugin found (libnccl-net.so).",
+    "NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+    "NET/Plugin : No plugin found, using internal implementation",
+    "NET/Plugin : dlerror=librccl-net-ofi.so: cannot open shared object file: No such file or "
+    "directory No plugin found (librccl-net-ofi.so), using internal implementation",
+    "NET/Plugin: No plugin found (libnccl-net.so)",
+    "NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.",
+    "TUNER/Plugin: Could not find: libnccl-tuner.so. Using internal tuner plugin.",
+    "PROFILER/Plugin: Could not find: libnccl-profiler.so",
+    "NET/Plugin: Could not find: libnccl-net.so libnccl-net-ofi.so. Using internal network plugin.",
+    "Tuner: no plugin found 'libnccl-tuner.so', using default tuner instead.",
+]
+_PLUGIN_NAME_EDGES = [
+    "NET/Plugin: Could not find: libnccl-net.so.2 libfoo.so.1.",
+    "NET/Plugin: Could not find: a.b.c.",
+    "NET/Plugin: Could not find: libx.so.Using internal net plugin.",
+    "NET/Plugin: Could not find: libx.so,using internal.",
+    "NET/Plugin: Could not find: libx(so)",
+    "NET/Plugin : No plugin found (lib.)",
+    "NET/Plugin : No plugin found (.a)",
+    "NET/Plugin : No plugin found (a'b)",
+    "NET/Plugin : No plugin found ( libx.so ).",
+    "NET/Plugin : No plugin found (libx.so)..",
+    "Tuner: no plugin found 'lib.', using default tuner instead.",
+    "NET/Plugin: Could not find: libnccl-net.so. . Using x.",
+]
+
+
+def test_a_missing_plugin_is_read_by_the_patterns() -> None:
+    """Nearly every NCCL log says which plugin it did not find: its pattern reads every
+    version's spelling as Lark does (no Lark loaded for it), and a name's end as Lark's lexer
+    puts it: before the sentence's ".", at a blank, ``)``, ``'`` or ``,``."""
+    typed = pattern_messages(_PLUGIN_NOT_FOUND)
+    assert all(t is not None and t[0] == "plugin_not_found" for t in typed), typed
+    problems = message_differences(_PLUGIN_NOT_FOUND + _PLUGIN_NAME_EDGES)
+    assert not problems, _report(problems)
+
+
 def test_translate_refuses_inner_lookaround() -> None:
     with pytest.raises(generate.Unsupported):
         generate.translate("(?!failed\\b)[^\\s:]+")

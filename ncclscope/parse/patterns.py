@@ -15,7 +15,7 @@ from ncclscope.parse.pattern_types import (
     MarkerPatterns,
 )
 
-GRAMMAR_HASH = "1843d12eda573ad6"
+GRAMMAR_HASH = "fd615c3adee7faf4"
 
 ENVELOPE = EnvelopePattern(
     pattern="^(?P<ok>)(?:(?:(?: *(?P<e1>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e2>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e3>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e4>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e5>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e6>[0-9]+: )| *(?P<e7>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e8>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e9>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e10>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e11>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e12>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e13>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e14>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e15>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e16>[0-9]+: )| *(?P<e17>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e18>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e19>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e20>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e21>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e22>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e23>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e24>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e25>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e26>[0-9]+: )| *(?P<e27>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e28>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e29>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e30>\\[(?:rank|default)[0-9]+\\]:)))(?:(?:(?: *(?P<e31>\\|\\s*[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?(?:\\s*\\|)?)| *(?P<e32>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?)| *(?P<e33>\\[[0-9]{4}-[0-9][0-9]-[0-9][0-9][ T][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\\.[0-9]+)?\\])| *(?P<e34>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]))| *[A-Za-z0-9][0-9A-Za-z_.-]* [0-9A-Za-z_.\\/-]+\\[[0-9]+\\]: | *std(?:out|err) [FP] | *\\|+| *>+|(?: *\\b\\B| *(?P<e35>[A-Za-z][0-9A-Za-z_.-]*: )| *(?P<e36>[0-9]+: )| *(?P<e37>\\([0-9A-Za-z_]+ pid=[0-9]+(?:, ip=[0-9a-fA-F.:]+)?\\))| *(?P<e38>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:)| *(?P<e39>\\[[A-Za-z_][0-9A-Za-z_-]*\\|[0-9]+\\]:)| *(?P<e40>\\[(?:rank|default)[0-9]+\\]:))))?)?)?)?(?:(?: *(?P<e41>[^\\s:\\[\\]()|>][^\\s:\\[\\]()|]*+:[0-9]++:[0-9]++)(?: |$)(?: *(?P<e42>\\[[0-9]+\\]))?| *(?P<e43>\\[[0-9]+\\])))?(?:(?: *[0-9]++\\.[0-9]++  *(?P<e44>[^\\s\\[\\]]+:[0-9]+)|(?: *[A-Za-z_][0-9A-Za-z_]*)?? *(?P<e45>[^\\s\\[\\]]+:[0-9]+)(?: *(?P<e46>\\([0-9A-Za-z_:~<>*, ]+\\)))?))? *$",
@@ -3863,21 +3863,6 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
     ),
     KindPattern(
-        kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Could not find:(?: *[^\\s()',.][^\\s()',]*?)+(?:(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?)?))?$",
-        fields=(),
-        leads=(
-            "w:ENV",
-            "w:GIN",
-            "w:NET",
-            "w:PROFILER",
-            "w:RMA",
-            "w:TUNER",
-        ),
-        guard=True,
-        alternative=1,
-    ),
-    KindPattern(
         kind="plugin_init_failed",
         pattern="^(?P<ok>) *(?:(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *)??Failed to initialize *(?:any *)??(?:(?:NET|GIN|RMA))?? *plugin *(?:\\S(?:.*?\\S)?? *)?$",
         fields=(),
@@ -3894,8 +3879,33 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_not_found",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *(?:dlerror= *\\S.*? *)??No plugin found *(?:\\( *[^\\s()',.][^\\s()',]*? *\\) *)?(?:(?:, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?|\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?)?))?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *(?:dlerror= *(?P<g2>\\S.*?)  *)??No plugin found *(?:\\( *(?P<g3>[^\\s()',.](?:[^\\s()',]*[^\\s()',.])?) *\\) *)?(?:(?:, *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?) *(?:\\. *)?|\\.(?: *(?:using|Using) *(?P<g5>[^.\\s](?:[^.]*[^.\\s])?) *(?:\\. *)?)?))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="libraries",
+                groups=("g3",),
+                convert="text",
+                items=("",),
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=(
+                    "g4",
+                    "g5",
+                ),
+                convert="text",
+            ),
+        ),
         leads=(
             "w:ENV",
             "w:GIN",
@@ -3904,7 +3914,40 @@ KINDS: tuple[KindPattern, ...] = (
             "w:RMA",
             "w:TUNER",
         ),
-        guard=True,
+    ),
+    KindPattern(
+        kind="plugin_not_found",
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Could not find:(?P<g2>(?: *[^\\s()',.](?:[^\\s()',]*[^\\s()',.])?)+)(?:(?: *, *(?:using|Using) *(?P<g3>[^.\\s](?:[^.]*[^.\\s])?) *(?:\\. *)?| *\\.(?: *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?) *(?:\\. *)?)?))?$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="libraries",
+                groups=("g2",),
+                convert="text",
+                items=(" *([^\\s()',.](?:[^\\s()',]*[^\\s()',.])?)",),
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=(
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        alternative=1,
     ),
     KindPattern(
         kind="ib_post_failed",
@@ -6768,10 +6811,29 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_not_found",
-        pattern="^(?P<ok>) *Tuner *: *no plugin found *' *[^\\s()',.][^\\s()',]*? *'(?: *, *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?| *\\.(?: *(?:using|Using) *[^.\\s](?:[^.]*[^.\\s])? *(?:\\. *)?)?)$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>Tuner) *: *no plugin found *' *(?P<g2>[^\\s()',.](?:[^\\s()',]*[^\\s()',.])?) *'(?: *, *(?:using|Using) *(?P<g3>[^.\\s](?:[^.]*[^.\\s])?) *(?:\\. *)?| *\\.(?: *(?:using|Using) *(?P<g4>[^.\\s](?:[^.]*[^.\\s])?) *(?:\\. *)?)?)$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="libraries",
+                groups=("g2",),
+                convert="text",
+                items=("",),
+            ),
+            FieldPattern(
+                name="fallback",
+                groups=(
+                    "g3",
+                    "g4",
+                ),
+                convert="text",
+            ),
+        ),
         leads=("w:Tuner",),
-        guard=True,
         alternative=2,
     ),
     KindPattern(
@@ -7860,10 +7922,6 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     LarkOnly(
         kind="dlsym_failed",
         reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
-    ),
-    LarkOnly(
-        kind="plugin_not_found",
-        reason="NET_PLUGIN_LIB ends where the rest of the message matches `\\.?(?:\\s|$|\\)|'|,)`, which a regex cannot check",
     ),
     LarkOnly(
         kind="plugin_load_failed",
