@@ -198,6 +198,33 @@ def test_rays_repeated_tag_alone_sends_no_line_to_lark() -> None:
     assert _line_path_lines(data) == _line_path_lines(cut)
 
 
+def test_the_bare_version_banner_is_read_by_the_patterns() -> None:
+    """NCCL up to 2.21 prints its banner to stdout with no envelope (``NCCL version
+    2.18.5+cuda12.2``), and a job's stdout and stderr are one log: the patterns read it, cut
+    where the banner starts, as Lark does. What precedes it that the envelope patterns do not
+    read (a line number pasted with it), a banner after ", " (not the grammar's) and text the
+    banner's pattern does not take stay the line path's."""
+    data = (
+        b"NCCL version 2.18.5+cuda12.2\n"
+        b"  NCCL version 2.21.5+cuda12.4  \n"
+        b"2025-05-16T16:39:51.208-07:00 | NCCL version 2.21.5+cuda12.8\n"
+        b"[1,0]<stdout>:NCCL version 2.7.8+cuda11.0\n"
+        b"NCCL version 2.4.8+cuda10.0 then more words\n"
+        b"455 NCCL version 2.4.8+cuda10.0\n"
+        b"torch 2.1, NCCL version 2.18.1\n"
+        b"h:1:1 [0] NCCL INFO NCCL version 2.18.5+cuda12.2 NCCL version 2.18.5+cuda12.2\n"
+        b"h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    )
+    model = _same(data)
+    assert [d["nccl_version"] for kind, d in model if kind == "VersionBanner"][:4] == [
+        "2.18.5",
+        "2.21.5",
+        "2.21.5",
+        "2.7.8",
+    ]
+    assert _line_path_lines(data) == [5, 6, 7, 8]
+
+
 def test_last_error_on_the_next_line_is_read_under_its_prefix() -> None:
     """PyTorch quotes NCCL's last WARN on the line after ``Last error:`` (fixture 204): that
     line is the error's text, but only under the same launcher prefix and when nothing else

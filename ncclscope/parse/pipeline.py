@@ -372,21 +372,38 @@ def _columnar(
         .then(text.str.replace(_ray_tail(parser.markers), ""))
         .otherwise(text)
         .alias("body")
+    )
+    # The bare banner (``NCCL version 2.18.5+cuda12.2``, printed to stdout by NCCL up to 2.21,
+    # and at NCCL_DEBUG=VERSION after) is the only NCCL text of a line with no level word: the
+    # line is cut where it starts, as LineParser.split cuts it. The grammar's BANNER does not
+    # start after ", ": a line whose first banner does is the line path's.
+    levels, bare = pl.col("levels"), pl.col("bare")
+    before = body.str.slice((bare - 2).clip(lower_bound=0), bare.clip(upper_bound=2))
+    cand = cand.with_columns(
+        body.str.count_matches(_LEVEL).alias("levels"),
+        body.str.find(_banner(parser.markers)).alias("bare"),
     ).filter(
         (text.str.len_bytes() <= cap) | pl.col("i").is_in(fits.implode()),
-        body.str.count_matches(_LEVEL) == 1,
+        (levels == 1) | ((levels == 0) & bare.is_not_null() & (before != ", ")),
         # a launcher tag at the end of the line belongs to the line path's splitter (which
         # looks for the tags in the last TAIL_WINDOW characters: a tag found anywhere at the
         # end is a superset)
         ~body.str.contains(_launcher_tail(parser.markers)),
     )
     # ASCII only, so character and byte offsets agree. The message is what follows the level
-    # word and one blank, stripped, as LineParser.split and _nccl cut it.
-    # The level word is read at the match (``\b`` ends it), not found again by a capture.
+    # word and one blank, stripped, as LineParser.split and _nccl cut it (a banner's: the
+    # banner on). The level word is read at the match (``\b`` ends it), not found again by a
+    # capture.
+    headed = levels == 1
     at = pl.col("pos") + 5
     cand = (
-        cand.with_columns(body.str.find(_LEVEL).alias("pos"))
-        .with_columns(body.str.slice(at, 5).str.extract(r"^([A-Z]+)", 1).alias("level"))
+        cand.with_columns(pl.when(headed).then(body.str.find(_LEVEL)).otherwise(bare).alias("pos"))
+        .with_columns(
+            pl.when(headed)
+            .then(body.str.slice(at, 5).str.extract(r"^([A-Z]+)", 1))
+            .otherwise(pl.lit(Level.VERSION.value))
+            .alias("level")
+        )
         .select(
             "i",
             "src",
@@ -395,7 +412,9 @@ def _columnar(
             "text",
             "level",
             body.str.slice(0, pl.col("pos")).alias("env"),
-            body.str.slice(at + pl.col("level").str.len_bytes())
+            body.str.slice(
+                pl.when(headed).then(at + pl.col("level").str.len_bytes()).otherwise(pl.col("pos"))
+            )
             .str.strip_prefix(" ")
             .str.strip_chars()
             .alias("msg"),
@@ -718,6 +737,13 @@ def _launcher_tail(markers: Markers) -> str:
     run of tags and blanks that ends the line. A message that merely ends in ``)`` or ``:`` (an
     ``Init timings … )`` line, a ``(v8)`` plugin version) stays the patterns'."""
     return rf"(?:\s*(?:{markers.launcher_tags}))+\s*$"
+
+
+@functools.cache
+def _banner(markers: Markers) -> str:
+    """The grammar's BANNER as polars runs it: without its lookbehind (no ``, `` before it),
+    which the caller tests as a literal."""
+    return markers.banner.pattern.replace("(?<!, )", "")
 
 
 @functools.cache
