@@ -214,6 +214,11 @@ def test_the_bare_version_banner_is_read_by_the_patterns() -> None:
         b"torch 2.1, NCCL version 2.18.1\n"
         b"h:1:1 [0] NCCL INFO NCCL version 2.18.5+cuda12.2 NCCL version 2.18.5+cuda12.2\n"
         b"h:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+        # 2.0-2.2's banner after a level word with no NCCL before it; a banner with a cut
+        # line's level word after it; a launcher's tag before it
+        b"host:1:2 [0] INFO NCCL version 2.2.13+cuda9.0\n"
+        b"NCCL version 2.18.5+cuda12.2NCCL I\n"
+        b"[1,0]<stderr>:NCCL version 2.18.5+cuda12.2\n"
     )
     model = _same(data)
     assert [d["nccl_version"] for kind, d in model if kind == "VersionBanner"][:4] == [
@@ -222,7 +227,7 @@ def test_the_bare_version_banner_is_read_by_the_patterns() -> None:
         "2.21.5",
         "2.7.8",
     ]
-    assert _line_path_lines(data) == [5, 6, 7, 8]
+    assert _line_path_lines(data) == [5, 6, 7, 8, 10, 11]
 
 
 def test_last_error_on_the_next_line_is_read_under_its_prefix() -> None:
