@@ -742,7 +742,7 @@ def _launcher_tail(markers: Markers) -> str:
 @functools.cache
 def _banner(markers: Markers) -> str:
     """The grammar's BANNER as polars runs it: without its lookbehind (no ``, `` before it),
-    which the caller tests as a literal."""
+    which the caller tests on the two characters before the first match."""
     return markers.banner.pattern.replace("(?<!, )", "")
 
 
