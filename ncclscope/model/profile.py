@@ -9,7 +9,6 @@ difference.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -294,8 +293,3 @@ def host_profiles(job: Job, only: frozenset[str] | None = None) -> dict[str, Pro
     """A profile per host that printed anything (``only``: of these facts, see ``profile``)."""
     index = _HostRecords(job)
     return {h: profile(job, h, host=h, index=index, only=only) for h in job.hosts}
-
-
-def median_init(profiles: list[Profile]) -> float | None:
-    values = [p.init_seconds for p in profiles if p.init_seconds is not None]
-    return statistics.median(values) if values else None

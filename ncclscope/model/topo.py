@@ -253,10 +253,6 @@ class JobTopology:
                 return c
         return None
 
-    @property
-    def has_picture(self) -> bool:
-        return any(c.links or c.rings for c in self.comms)
-
 
 # -- attribution ----------------------------------------------------------------------------
 
@@ -422,11 +418,6 @@ def _hang_table(comm: Communicator, seen: set[int], watchdog: dict[int, int]) ->
         behind=tuple(r.rank for r in rows if r.behind),
         silent=tuple(r.rank for r in rows if r.init == "silent"),
     )
-
-
-def hang_tables(job: Job) -> list[HangTable]:
-    """The hang table of every communicator with Init lines, largest first."""
-    return [c.hang for c in build_topology(job).comms if c.hang is not None]
 
 
 # -- inventory --------------------------------------------------------------------------------

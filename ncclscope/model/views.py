@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Final, cast
 
-from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job, ThreadKey
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import CollCall, CommInit, CommSummary
@@ -513,9 +512,6 @@ class JobViews:
             out[transport_class(c)] += len(c.printed_lines)
         return out
 
-    def connections_by_transport(self, transport: Transport) -> list[Connection]:
-        return [c for c in self.job.of(Connection) if c.transport is transport]
-
 
 def views(job: Job) -> JobViews:
     """The views of a job (cached on the job, so every rule shares one computation)."""
@@ -524,14 +520,3 @@ def views(job: Job) -> JobViews:
         cached = JobViews(job)
         job.cache["views"] = cached
     return cached
-
-
-def hosts_of(records: list[Record]) -> list[str]:
-    return sorted({r.host for r in records if r.host})
-
-
-def group_by_host(records: list[Record]) -> dict[str | None, list[Record]]:
-    out: dict[str | None, list[Record]] = defaultdict(list)
-    for rec in records:
-        out[rec.host].append(rec)
-    return out

@@ -218,12 +218,6 @@ _ENVELOPE_NODES: dict[str, Callable[[str], dict[str, Any]]] = {
 }
 
 
-def envelope_node(name: str, text: str) -> dict[str, Any]:
-    """The fields an envelope node (``timestamp``, ``launcher_*``, ``quote``) gives for its
-    token's text, as the builder makes them."""
-    return _ENVELOPE_NODES[name](text)
-
-
 def _who(children: list[Token]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for tok in children:
