@@ -485,6 +485,38 @@ def test_a_missing_plugin_is_read_by_the_patterns() -> None:
     assert not problems, _report(problems)
 
 
+def test_a_lazy_token_ending_at_an_end_anchored_lookahead_is_lark_s_or_lark_s_to_read() -> None:
+    """A plugin's name ends where ``\\.?$| \\(v\\d+\\)$`` first holds. The pattern captures the
+    name and all that follows it, and keeps a row only where Lark's lexer would end the name
+    there too: the spellings NCCL prints are the patterns'; a name the pattern's blanks would
+    end sooner (``IB(v8)``, ``IB  (v8)``, one name to Lark) is left to Lark."""
+    printed = [
+        "NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)",
+        "NET/Plugin: Loaded collnet plugin SHARP (v8)",
+        "NET/Plugin: Loaded net plugin IB.",
+        "TUNER/Plugin: Using nccl_tuner (v3)",
+        "Initialized NET plugin AWS Libfabric",
+    ]
+    odd = [
+        "NET/Plugin: Loaded net plugin IB(v8)",
+        "NET/Plugin: Loaded net plugin IB  (v8)",
+        "NET/Plugin: Loaded net plugin IB (v8) (v9)",
+        "NET/Plugin: Loaded net plugin IB..",
+        "Initialized NET plugin IB(v2)",
+    ]
+    typed = pattern_messages(printed + odd)
+    assert [t and t[0] for t in typed[: len(printed)]] == [
+        "plugin_loaded",
+        "plugin_loaded",
+        "plugin_loaded",
+        "plugin_loaded",
+        "plugin_initialized",
+    ]
+    assert typed[len(printed)] is None and typed[len(printed) + 1] is None
+    problems = message_differences(printed + odd)
+    assert not problems, _report(problems)
+
+
 def test_translate_refuses_inner_lookaround() -> None:
     with pytest.raises(generate.Unsupported):
         generate.translate("(?!failed\\b)[^\\s:]+")

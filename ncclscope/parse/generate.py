@@ -689,6 +689,15 @@ class Emitter:
     #: decimal number, a name): Lark's lexer runs that token on into a next character of the
     #: class, so a next token starting with one needs a blank before it
     tail: str | None = None
+    #: how deep in expansions the emitter is (1: the alternative's own sequence)
+    depth: int = 0
+    #: a lazy token with an end-anchored lookahead, emitted and not yet given the group of all
+    #: that follows it: (the token's group, the regex Lark's lexer ends it by, the reason such
+    #: a token is refused where that cannot be captured)
+    lazy_pending: tuple[str, str, str] | None = None
+    lazy_ends: list[tuple[str, str, str]] = field(default_factory=list)
+    #: set by ``token`` for ``terminal``: the lazy token just read (its check, the reason)
+    lazy_token: tuple[str, str] | None = None
 
     def group(self) -> str:
         self.counter += 1
@@ -714,13 +723,19 @@ class Emitter:
         if not self.loose:
             full = translate(term.pattern.to_regexp())
             if full.lossy and "$" in full.ahead and _LAZY.search(full.regex):
-                # a lazy token ends where its lookahead first holds; in the pattern, where the
+                # A lazy token ends where its lookahead first holds; in the pattern, where the
                 # tokens after it first match: where the lookahead reads to the end of the
-                # message, the pattern's tokens can end the message elsewhere (a trailing `.`)
-                raise Unsupported(
+                # message, the pattern's tokens can end the message elsewhere (a trailing `.`).
+                # Where all that follows the token is captured (see the `expansion` branch of
+                # ``emit``), a row is kept only if its token is the one Lark's lexer reads.
+                reason = (
                     f"{name} ends where the rest of the message matches `{full.ahead}`, "
                     "which a regex cannot check"
                 )
+                regexp = term.pattern.to_regexp()
+                if sum(regexp.count(x) for x in ("(?=", "(?!", "(?<")) != 1:
+                    raise Unsupported(reason)
+                self.lazy_token = (f"^({full.regex})(?:{full.ahead})", reason)
         if term.priority < 0 and not self.loose:
             raise Unsupported(
                 f"{name} (priority {term.priority}) only wins where no other token does, "
@@ -751,6 +766,9 @@ class Emitter:
                     self.glue = glue_before
                     self.literal_chars = chars_before
                     rx, ld, nl = self.emit(child, field_name)
+                    if self.lazy_pending is not None and len(node.children) > 1:
+                        # one alternative's token: what follows it differs by alternative
+                        raise Unsupported(self.lazy_pending[2])
                     chars_after.append(self.literal_chars)
                     glue_after = glue_after and self.glue
                     parts.append(rx)
@@ -771,14 +789,36 @@ class Emitter:
                 out = []
                 leads2: set[str] | None = set()
                 nullable = True
-                for i, child in enumerate(node.children):
-                    rx, ld, nl = self.emit(child, field_name)
-                    if rx.endswith((")?", ")*")) and self.view.lazy(child, node.children[i + 1 :]):
-                        rx = rx + "?"
-                    out.append(rx)
-                    if nullable:
-                        leads2 = None if leads2 is None or ld is None else leads2 | ld
-                    nullable = nullable and nl
+                #: where a lazy token ended in this sequence, and its pending entry
+                lazy_at: tuple[int, tuple[str, str, str]] | None = None
+                self.depth += 1
+                try:
+                    for i, child in enumerate(node.children):
+                        before = self.lazy_pending
+                        rx, ld, nl = self.emit(child, field_name)
+                        if rx.endswith((")?", ")*")) and self.view.lazy(
+                            child, node.children[i + 1 :]
+                        ):
+                            rx = rx + "?"
+                        out.append(rx)
+                        if self.lazy_pending is not None and before is None:
+                            if self.depth == 1:
+                                lazy_at, self.lazy_pending = (i, self.lazy_pending), None
+                            elif i + 1 < len(node.children):
+                                # what follows the token here is not all that follows it
+                                raise Unsupported(self.lazy_pending[2])
+                        if nullable:
+                            leads2 = None if leads2 is None or ld is None else leads2 | ld
+                        nullable = nullable and nl
+                finally:
+                    self.depth -= 1
+                if lazy_at is not None:
+                    # the alternative's own sequence: all that follows the token, to the end,
+                    # in one group (match._kind_exprs holds the token to Lark's lexer with it)
+                    i, (token_group, check, _reason) = lazy_at
+                    rest = self.group()
+                    out = [*out[: i + 1], f"(?P<{rest}>{''.join(out[i + 1 :])})"]
+                    self.lazy_ends.append((token_group, rest, check))
                 return "".join(out), (None if leads2 is None else frozenset(leads2)), nullable
             if data == "alias":
                 return self.emit(node.children[0], field_name)
@@ -789,6 +829,9 @@ class Emitter:
                     chars = self.literal_chars
                     rx, ld, _ = self.emit(inner, field_name)
                     self.literal_chars = chars
+                    if self.lazy_pending is not None:
+                        # an optional token: not always there to hold to Lark's
+                        raise Unsupported(self.lazy_pending[2])
                     # what follows may follow the token before the optional part
                     self.tail = None
                     sep = self.view.separator
@@ -808,6 +851,8 @@ class Emitter:
                     self.tail = None
                     repeated = self.repeat(inner, op, field_name)
                     self.tail = None
+                    if self.lazy_pending is not None:
+                        raise Unsupported(self.lazy_pending[2])
                     return repeated
                 raise Unsupported(f"operator {op}")
             if data == "value":
@@ -862,6 +907,12 @@ class Emitter:
                     Occurrence(group, [(rx, conv)], span=False)
                 )
                 body = f"(?P<{group}>{rx})"
+                if self.lazy_token is not None:
+                    self.lazy_pending = (group, *self.lazy_token)
+                    self.lazy_token = None
+        if self.lazy_token is not None:
+            # a lazy token in a span, or in no field: no group to hold it to Lark's by
+            raise Unsupported(self.lazy_token[1])
         self.glue = tr.glue
         # a guard only has to take every line Lark takes: its blanks stay `` *``
         self.tail = None if self.loose else _greedy_tail(tr)
@@ -1267,9 +1318,21 @@ def build_kind(view: GrammarView, kind: str, tree: Tree[Any], loose: bool = Fals
     fields = () if loose else _field_patterns(em)
     if any(f.name in RESERVED_COLUMNS for f in fields):
         raise Unsupported(f"a field is named like a table column ({sorted(RESERVED_COLUMNS)})")
+    if em.lazy_pending is not None:
+        raise Unsupported(em.lazy_pending[2])
+    if em.lazy_ends:
+        em.partial.append(
+            "a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first "
+            "holds) is left to Lark"
+        )
     pattern = f"^(?P<ok>){rx}$"
     built = KindPattern(
-        kind, pattern, fields, tuple(sorted(leads)) if leads is not None else (), guard=loose
+        kind,
+        pattern,
+        fields,
+        tuple(sorted(leads)) if leads is not None else (),
+        guard=loose,
+        lazy_ends=tuple(em.lazy_ends),
     )
     _SPECIFICITY[pattern] = (em.free, em.literal_chars)
     _PARTIAL[pattern] = list(em.partial)

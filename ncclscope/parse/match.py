@@ -394,6 +394,11 @@ def _kind_exprs(index: int) -> tuple[list[pl.Expr], pl.Expr]:
         value, bad = _field_exprs(f)
         values.append(value)
         bads.append(bad)
+    for token, rest, lark in kp.lazy_ends:
+        # a lazy token ends where its lookahead first holds in the text from the token on,
+        # whatever follows; the pattern's ends where its next tokens first match
+        ends = pl.concat_str(pl.col(token), pl.col(rest)).str.extract(lark, 1)
+        bads.append((ends != pl.col(token)).fill_null(True))
     bad_any = pl.any_horizontal(bads) if bads else pl.lit(False)
     return values, bad_any
 

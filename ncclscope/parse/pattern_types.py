@@ -67,6 +67,11 @@ class KindPattern:
     guard: bool = False
     #: which alternative of the kind's grammar rule (in the rule's order) this pattern reads
     alternative: int = 0
+    #: lazy tokens that end where a lookahead reading to the message's end first holds:
+    #: (the token's group, the group of all that follows it, a regex whose group 1 is the
+    #: token as Lark's lexer ends it in the text from the token on). A row whose token is not
+    #: that one is left to Lark.
+    lazy_ends: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -501,8 +501,24 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)? *\\S(?:.*?\\S)??(?:(?: *\\(v *[0-9]+ *\\)| *\\.))?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)?) *(?P<g2>\\S(?:.*?\\S)??)(?P<g4>(?:(?: *\\(v *(?P<g3>[0-9]+) *\\)| *\\.))?)$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="version",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
         leads=(
             "w:ENV",
             "w:GIN",
@@ -511,7 +527,13 @@ KINDS: tuple[KindPattern, ...] = (
             "w:RMA",
             "w:TUNER",
         ),
-        guard=True,
+        lazy_ends=(
+            (
+                "g2",
+                "g4",
+                "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="tcpx_timeout",
@@ -3138,10 +3160,27 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="topo_read_failed",
-        pattern="^(?P<ok>)(?: *Topology detection :| *Topology detection:) *could not read *\\S.*? *, *(?:using\\ empty\\ affinity|ignoring)$",
-        fields=(),
+        pattern="^(?P<ok>)(?: *Topology detection :| *Topology detection:) *could not read *(?P<g1>\\S.*?)(?P<g3>, *(?P<g2>(?:using\\ empty\\ affinity|ignoring)))$",
+        fields=(
+            FieldPattern(
+                name="path",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="consequence",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
         leads=("w:Topology",),
-        guard=True,
+        lazy_ends=(
+            (
+                "g1",
+                "g3",
+                "^(\\S.*?)(?:, (?:ignoring|using empty affinity)$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="kv_convert_failed",
@@ -3834,8 +3873,24 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using *(?:tuner *plugin *)?\\S(?:.*?\\S)?? *(?:\\(v *[0-9]+ *\\) *)?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Using *(?:tuner  *plugin *)?(?P<g2>\\S(?:.*?\\S)??)(?P<g4> *(?:\\(v *(?P<g3>[0-9]+) *\\) *)?)$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="version",
+                groups=("g3",),
+                convert="int",
+            ),
+        ),
         leads=(
             "w:ENV",
             "w:GIN",
@@ -3844,8 +3899,14 @@ KINDS: tuple[KindPattern, ...] = (
             "w:RMA",
             "w:TUNER",
         ),
-        guard=True,
         alternative=1,
+        lazy_ends=(
+            (
+                "g2",
+                "g4",
+                "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugins_disabled",
@@ -3951,10 +4012,27 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="ib_post_failed",
-        pattern="^(?P<ok>) *ibv_post_(?:send|recv)\\(\\) *failed with error *[^,\\s][^,]*? *(?:, *Bad WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *, *First WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *)?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>ibv_post_(?:send|recv)\\(\\)) *failed with error *(?P<g2>[^,\\s][^,]*?)(?P<g3> *(?:, *Bad WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *, *First WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *)?)$",
+        fields=(
+            FieldPattern(
+                name="verb",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
         leads=("r:ibv_post_(?:send|recv)\\(\\)",),
-        guard=True,
+        lazy_ends=(
+            (
+                "g2",
+                "g3",
+                "^([^,\\s][^,]*?)(?:,|$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="gdr_path",
@@ -4152,10 +4230,22 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="network_not_found",
-        pattern="^(?P<ok>) *Error: network *\\S(?:.*?\\S)? *not found\\.$",
-        fields=(),
+        pattern="^(?P<ok>) *Error: network *(?P<g1>\\S(?:.*?\\S)?) (?P<g2> *not found\\.)$",
+        fields=(
+            FieldPattern(
+                name="network",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
         leads=("w:Error",),
-        guard=True,
+        lazy_ends=(
+            (
+                "g1",
+                "g2",
+                "^(\\S(?:.*?\\S)?)(?: not found\\.$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="p2p_type_check",
@@ -4600,10 +4690,27 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_initialized",
-        pattern="^(?P<ok>) *Initialized *(?:NET|GIN|RMA) *plugin *\\S(?:.*?\\S)??$",
-        fields=(),
+        pattern="^(?P<ok>) *Initialized *(?P<g1>(?:NET|GIN|RMA)) *plugin *(?P<g2>\\S(?:.*?\\S)??)(?P<g3>)$",
+        fields=(
+            FieldPattern(
+                name="plugin_type",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="plugin_name",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
         leads=("w:Initialized",),
-        guard=True,
+        lazy_ends=(
+            (
+                "g2",
+                "g3",
+                "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="launch_mode",
@@ -5066,11 +5173,23 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="plugin_loaded",
-        pattern="^(?P<ok>) *P2P plugin *\\S(?:.*?\\S)??$",
-        fields=(),
+        pattern="^(?P<ok>) *P2P plugin *(?P<g1>\\S(?:.*?\\S)??)(?P<g2>)$",
+        fields=(
+            FieldPattern(
+                name="plugin_name",
+                groups=("g1",),
+                convert="text",
+            ),
+        ),
         leads=("w:P2P",),
-        guard=True,
         alternative=4,
+        lazy_ends=(
+            (
+                "g1",
+                "g2",
+                "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
+            ),
+        ),
     ),
     KindPattern(
         kind="sharp_initialized",
@@ -7929,7 +8048,7 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="plugin_loaded",
-        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v[0-9]+\\)$`, which a regex cannot check",
+        reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
         alternatives=(
             0,
             1,
@@ -7938,7 +8057,8 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="plugin_initialized",
-        reason="NET_PLUGIN_NAME ends where the rest of the message matches `\\.?$| \\(v[0-9]+\\)$`, which a regex cannot check",
+        reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
+        alternatives=(0,),
     ),
     LarkOnly(
         kind="plugin_init_failed",
@@ -7950,7 +8070,8 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="network_not_found",
-        reason="NET_NETNAME ends where the rest of the message matches ` not found\\.$`, which a regex cannot check",
+        reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
+        alternatives=(0,),
     ),
     LarkOnly(
         kind="ofi_provider_selected",
@@ -8026,7 +8147,8 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="ib_post_failed",
-        reason="NET_POST_ERR ends where the rest of the message matches `,|$`, which a regex cannot check",
+        reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
+        alternatives=(0,),
     ),
     LarkOnly(
         kind="mlx5_call_failed",
@@ -8038,7 +8160,8 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     ),
     LarkOnly(
         kind="topo_read_failed",
-        reason="TOPO_PATH_TO_COMMA ends where the rest of the message matches `, (?:ignoring|using empty affinity)$`, which a regex cannot check",
+        reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
+        alternatives=(0,),
     ),
     LarkOnly(
         kind="uds_error",
