@@ -486,16 +486,22 @@ def test_a_missing_plugin_is_read_by_the_patterns() -> None:
 
 
 def test_a_lazy_token_ending_at_an_end_anchored_lookahead_is_lark_s_or_lark_s_to_read() -> None:
-    """A plugin's name ends where ``\\.?$| \\(v\\d+\\)$`` first holds. The pattern captures the
-    name and all that follows it, and keeps a row only where Lark's lexer would end the name
-    there too: the spellings NCCL prints are the patterns'; a name the pattern's blanks would
-    end sooner (``IB(v8)``, ``IB  (v8)``, one name to Lark) is left to Lark."""
+    """A plugin's name ends where ``\\.?$| \\(v\\d+\\)$`` first holds, a failed load's dlerror
+    where ``\\.?$| :? ?when loading `` does. The pattern captures the token and all that
+    follows it, and keeps a row only where Lark's lexer would end the token there too: the
+    spellings NCCL prints are the patterns'; a name the pattern's blanks would end sooner
+    (``IB(v8)``, ``IB  (v8)``, one name to Lark) is left to Lark."""
     printed = [
         "NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)",
         "NET/Plugin: Loaded collnet plugin SHARP (v8)",
         "NET/Plugin: Loaded net plugin IB.",
         "TUNER/Plugin: Using nccl_tuner (v3)",
         "Initialized NET plugin AWS Libfabric",
+        # a dlerror ends at the end or where ` :? ?when loading ` first holds
+        "NET/Plugin : Plugin load returned 2 : libnccl-net.so: cannot open shared object file: "
+        "No such file or directory.",
+        "NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file: "
+        "No such file or directory : when loading libnccl-net.so",
     ]
     odd = [
         "NET/Plugin: Loaded net plugin IB(v8)",
@@ -503,6 +509,8 @@ def test_a_lazy_token_ending_at_an_end_anchored_lookahead_is_lark_s_or_lark_s_to
         "NET/Plugin: Loaded net plugin IB (v8) (v9)",
         "NET/Plugin: Loaded net plugin IB..",
         "Initialized NET plugin IB(v2)",
+        "NET/Plugin: Plugin load returned 2 : a :when loading b: when loading libx.so",
+        "NET/Plugin: Plugin load returned 2 : when loading libx.so",
     ]
     typed = pattern_messages(printed + odd)
     assert [t and t[0] for t in typed[: len(printed)]] == [
@@ -511,6 +519,8 @@ def test_a_lazy_token_ending_at_an_end_anchored_lookahead_is_lark_s_or_lark_s_to
         "plugin_loaded",
         "plugin_loaded",
         "plugin_initialized",
+        "plugin_load_failed",
+        "plugin_load_failed",
     ]
     assert typed[len(printed)] is None and typed[len(printed) + 1] is None
     problems = message_differences(printed + odd)
