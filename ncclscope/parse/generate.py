@@ -907,11 +907,12 @@ class Emitter:
                     Occurrence(group, [(rx, conv)], span=False)
                 )
                 body = f"(?P<{group}>{rx})"
-                if self.lazy_token is not None:
+                if self.lazy_token is not None and not tr.consume:
                     self.lazy_pending = (group, *self.lazy_token)
                     self.lazy_token = None
         if self.lazy_token is not None:
-            # a lazy token in a span, or in no field: no group to hold it to Lark's by
+            # a lazy token in a span, or in no field: no group to hold it to Lark's by (nor
+            # where the pattern reads part of its lookahead with it: not in what follows)
             raise Unsupported(self.lazy_token[1])
         self.glue = tr.glue
         # a guard only has to take every line Lark takes: its blanks stay `` *``
