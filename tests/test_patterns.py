@@ -527,6 +527,16 @@ def test_a_lazy_token_ending_at_an_end_anchored_lookahead_is_lark_s_or_lark_s_to
     assert not problems, _report(problems)
 
 
+def test_a_lazy_token_s_refused_rows_go_to_lark_by_its_guard() -> None:
+    """A row the lazy-token check refuses is one Lark reads as that kind: the kind's guard
+    comes right after its pattern, so no later candidate takes the row first."""
+    checked = [i for i, k in enumerate(patterns.KINDS) if k.lazy_ends]
+    assert checked
+    for i in checked:
+        kind, after = patterns.KINDS[i], patterns.KINDS[i + 1]
+        assert after.guard and (after.kind, after.alternative) == (kind.kind, kind.alternative)
+
+
 def test_translate_refuses_inner_lookaround() -> None:
     with pytest.raises(generate.Unsupported):
         generate.translate("(?!failed\\b)[^\\s:]+")

@@ -1046,6 +1046,9 @@ class Emitter:
                 continue
             sub = Emitter(self.view, kind, cls, stack=[*self.stack, kind])
             sub_rx, _, _ = sub.emit(Tree("expansions", [alternative]), None)
+            if sub.lazy_ends or sub.lazy_pending is not None:
+                # the check that holds a lazy token to Lark's runs on a kind's rows, not a part's
+                raise Unsupported(f"a lazy token in a {kind} part")
             patterns.append(KindPattern(kind, f"^(?P<ok>){sub_rx}$", _field_patterns(sub), ()))
         self.span_parts.append((kind, patterns, rx))
         sep = self.sep()
@@ -1529,6 +1532,15 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
                 rest = (2, -_top_priority(view, tree), -chars, index, number)
             key = (first, rest)
             entries.append((key, dataclasses.replace(pattern, alternative=number)))
+            if pattern.lazy_ends:
+                # A row the lazy-token check refuses is one Lark reads as this kind: right
+                # after the pattern, its guard sends it to Lark, before any later candidate
+                # could take it.
+                guard = build_kind(view, kind, tree, loose=True)
+                _check_compiles(guard.pattern)
+                entries.append(
+                    ((first, (*rest, 1)), dataclasses.replace(guard, alternative=number))
+                )
         if refused:
             whole = not any(e[1].kind == kind and not e[1].guard for e in entries)
             reasons = sorted({reason for _, reason in refused})

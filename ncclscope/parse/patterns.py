@@ -536,6 +536,20 @@ KINDS: tuple[KindPattern, ...] = (
         ),
     ),
     KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *(?:NET|GIN|RMA|PROFILER|TUNER|ENV)\\/Plugin ?: ?[Ll]oaded(?: (?:net|coll|collnet|gin|rma) plugin)? *\\S(?:.*?\\S)??(?:(?: *\\(v *[0-9]+ *\\)| *\\.))?$",
+        fields=(),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        guard=True,
+    ),
+    KindPattern(
         kind="tcpx_timeout",
         pattern="^(?P<ok>) *0x[0-9a-fA-F]+:0x[0-9a-fA-F]+, *nic *(?P<g1>[0-9]+) *, *(?P<g2>[^\\s,]+) *, *(?P<g3>[^\\s<>]+)< *(?P<g4>[0-9]+) *> *<\\- *(?P<g5>[^\\s<>]+)< *(?P<g6>[0-9]+) *> *(?P<g7>\\S.*?)  *timeout *cnt *(?P<g8>[0-9]+) *, *nanos *(?P<g9>[0-9]+)$",
         fields=(
@@ -3183,6 +3197,13 @@ KINDS: tuple[KindPattern, ...] = (
         ),
     ),
     KindPattern(
+        kind="topo_read_failed",
+        pattern="^(?P<ok>)(?: *Topology detection :| *Topology detection:) *could not read *\\S.*? *, *(?:using\\ empty\\ affinity|ignoring)$",
+        fields=(),
+        leads=("w:Topology",),
+        guard=True,
+    ),
+    KindPattern(
         kind="kv_convert_failed",
         pattern="^(?P<ok>) *KV Convert to int : *could not find value of *' *(?P<g1>[^']+) *' *in dictionary *(?:, *falling back to *(?P<g2>-?[0-9]+) *)?$",
         fields=(
@@ -3909,6 +3930,21 @@ KINDS: tuple[KindPattern, ...] = (
         ),
     ),
     KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Using *(?:tuner *plugin *)?\\S(?:.*?\\S)?? *(?:\\(v *[0-9]+ *\\) *)?$",
+        fields=(),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        guard=True,
+        alternative=1,
+    ),
+    KindPattern(
         kind="plugin_load_failed",
         pattern="^(?P<ok>) *(?P<g1>(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin) *: *Most recent plugin load returned *(?P<g2>[0-9]+) *: *(?P<g3>\\S.*?)\\. *All attempts to load *' *(?P<g4>[^']+) *' *also failed\\.$",
         fields=(
@@ -3986,6 +4022,20 @@ KINDS: tuple[KindPattern, ...] = (
                 "^(\\S.*?)(?:\\.?$| :? ?when loading )",
             ),
         ),
+    ),
+    KindPattern(
+        kind="plugin_load_failed",
+        pattern="^(?P<ok>) *(?:NET|TUNER|PROFILER|ENV|GIN|RMA)\\/Plugin *: *Plugin load *(?:\\( *lib[0-9A-Za-z_.\\[\\]-]+ *\\) *)??returned *[0-9]+ *: *\\S.*?(?: *(?:: *)??when loading *lib[0-9A-Za-z_.\\[\\]-]+)? *(?:\\. *)?$",
+        fields=(),
+        leads=(
+            "w:ENV",
+            "w:GIN",
+            "w:NET",
+            "w:PROFILER",
+            "w:RMA",
+            "w:TUNER",
+        ),
+        guard=True,
     ),
     KindPattern(
         kind="plugins_disabled",
@@ -4112,6 +4162,13 @@ KINDS: tuple[KindPattern, ...] = (
                 "^([^,\\s][^,]*?)(?:,|$)",
             ),
         ),
+    ),
+    KindPattern(
+        kind="ib_post_failed",
+        pattern="^(?P<ok>) *ibv_post_(?:send|recv)\\(\\) *failed with error *[^,\\s][^,]*? *(?:, *Bad WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *, *First WR *(?:0x[0-9a-fA-F]+|\\(nil\\)) *)?$",
+        fields=(),
+        leads=("r:ibv_post_(?:send|recv)\\(\\)",),
+        guard=True,
     ),
     KindPattern(
         kind="gdr_path",
@@ -4780,6 +4837,13 @@ KINDS: tuple[KindPattern, ...] = (
         ),
     ),
     KindPattern(
+        kind="plugin_initialized",
+        pattern="^(?P<ok>) *Initialized *(?:NET|GIN|RMA) *plugin *\\S(?:.*?\\S)??$",
+        fields=(),
+        leads=("w:Initialized",),
+        guard=True,
+    ),
+    KindPattern(
         kind="launch_mode",
         pattern="^(?P<ok>) *Launch mode *(?P<g1>(?:Parallel|Group)(?:\\/CGMD)?)$",
         fields=(
@@ -5257,6 +5321,14 @@ KINDS: tuple[KindPattern, ...] = (
                 "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
             ),
         ),
+    ),
+    KindPattern(
+        kind="plugin_loaded",
+        pattern="^(?P<ok>) *P2P plugin *\\S(?:.*?\\S)??$",
+        fields=(),
+        leads=("w:P2P",),
+        guard=True,
+        alternative=4,
     ),
     KindPattern(
         kind="sharp_initialized",
