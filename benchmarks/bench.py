@@ -520,10 +520,12 @@ def kept_for_speed() -> list[str]:
         "| where | what | lines | buys |",
         "|---|---|---:|---|",
     ]
+    total = 0
     for file, names, buys in KEPT_FOR_SPEED:
         n = _definition_lines(ROOT / file, names)
+        total += n
         out.append(f"| {file} | {', '.join(f'`{x}`' for x in names)} | {n} | {buys} |")
-    out += ["", f"In all: {speed_lines():,} lines (issue #15's bound: 1,500)."]
+    out += ["", f"In all: {total:,} lines (issue #15's bound: 1,500)."]
     return out
 
 

@@ -696,8 +696,6 @@ class Emitter:
     #: a token is refused where that cannot be captured)
     lazy_pending: tuple[str, str, str] | None = None
     lazy_ends: list[tuple[str, str, str]] = field(default_factory=list)
-    #: set by ``token`` for ``terminal``: the lazy token just read (its check, the reason)
-    lazy_token: tuple[str, str] | None = None
 
     def group(self) -> str:
         self.counter += 1
@@ -710,16 +708,19 @@ class Emitter:
         return self.view.separator
 
     # Each emit returns (regex, leads, nullable); leads None: any key.
+    # ``token`` gives (regex, leads, translation, lazy): lazy, for a lazy token that ends at
+    # an end-anchored lookahead, is (the regex Lark's lexer ends it by, why it may be refused).
     def token(
         self, name: str | None, literal: str | None
-    ) -> tuple[str, frozenset[str] | None, Translated]:
+    ) -> tuple[str, frozenset[str] | None, Translated, tuple[str, str] | None]:
         if literal is not None:
-            return escape(literal), lead_of_literal(literal), Translated(escape(literal))
+            return escape(literal), lead_of_literal(literal), Translated(escape(literal)), None
         assert name is not None
         term = self.view.terminals[name]
         if isinstance(term.pattern, PatternStr):
             text = str(term.pattern.value)
-            return escape(text), lead_of_literal(text), Translated(escape(text))
+            return escape(text), lead_of_literal(text), Translated(escape(text)), None
+        lazy = None
         if not self.loose:
             full = translate(term.pattern.to_regexp())
             if full.lossy and "$" in full.ahead and _LAZY.search(full.regex):
@@ -735,7 +736,7 @@ class Emitter:
                 regexp = term.pattern.to_regexp()
                 if sum(regexp.count(x) for x in ("(?=", "(?!", "(?<")) != 1:
                     raise Unsupported(reason)
-                self.lazy_token = (f"^({full.regex})(?:{full.ahead})", reason)
+                lazy = (f"^({full.regex})(?:{full.ahead})", reason)
         if term.priority < 0 and not self.loose:
             raise Unsupported(
                 f"{name} (priority {term.priority}) only wins where no other token does, "
@@ -748,7 +749,7 @@ class Emitter:
             # (with its lookahead: for a prefix test, `(?=X)` is X read after the token)
             ahead = f"(?:{tr.ahead})" if tr.ahead else tr.consume
             leads = frozenset({f"r:{tr.regex}{ahead}"})
-        return tr.regex, leads, tr
+        return tr.regex, leads, tr, lazy
 
     def emit(self, node: Any, field_name: str | None) -> tuple[str, frozenset[str] | None, bool]:
         if isinstance(node, Tree):
@@ -873,7 +874,7 @@ class Emitter:
     def terminal(
         self, name: str | None, literal: str | None, field_name: str | None
     ) -> tuple[str, frozenset[str] | None, bool]:
-        rx, leads, tr = self.token(name, literal)
+        rx, leads, tr, lazy = self.token(name, literal)
         sep = self.sep()
         term = None if literal is not None else self.view.terminals[str(name)]
         # the token's text where it is a literal
@@ -907,13 +908,13 @@ class Emitter:
                     Occurrence(group, [(rx, conv)], span=False)
                 )
                 body = f"(?P<{group}>{rx})"
-                if self.lazy_token is not None and not tr.consume:
-                    self.lazy_pending = (group, *self.lazy_token)
-                    self.lazy_token = None
-        if self.lazy_token is not None:
+                if lazy is not None and not tr.consume:
+                    self.lazy_pending = (group, *lazy)
+                    lazy = None
+        if lazy is not None:
             # a lazy token in a span, or in no field: no group to hold it to Lark's by (nor
             # where the pattern reads part of its lookahead with it: not in what follows)
-            raise Unsupported(self.lazy_token[1])
+            raise Unsupported(lazy[1])
         self.glue = tr.glue
         # a guard only has to take every line Lark takes: its blanks stay `` *``
         self.tail = None if self.loose else _greedy_tail(tr)
