@@ -3,8 +3,10 @@
 Lark is the oracle: for every message Lark types as kind K, a kind with a pattern must be typed K by
 ``match.message_columns`` with the same field values (after the record annotations' coercion,
 which both sides get); a message the pattern takes that Lark rejects or types otherwise fails.
-The same for envelopes. Inputs: every line of every fixture log and of the shared corpus, every
-grammar case, and real messages with their numbers, hex digits and words mutated (hypothesis).
+The same for envelopes, and for the framework lines' texts (the `foreign` start rule, read from
+each place the line splitter finds one of its anchors). Inputs: every line of every fixture log
+and of the shared corpus, every grammar case, and real messages with their numbers, hex digits
+and words mutated (hypothesis).
 """
 
 from __future__ import annotations
@@ -75,6 +77,36 @@ def fixture_parts() -> tuple[tuple[str, ...], tuple[str, ...], dict[str, int]]:
     return tuple(envelopes), tuple(messages), messages
 
 
+def framework_texts(lines: list[str]) -> tuple[str, ...]:
+    """What the line parser gives the `foreign` start rule of the lines with no NCCL part: the
+    text from each place it may try (``LineParser.foreign_starts``), stripped."""
+    parser = LineParser()
+    texts: dict[str, None] = {}
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if parser.split(line):
+            continue
+        for at in parser.foreign_starts(line):
+            texts[line[at:].strip()] = None
+    return tuple(texts)
+
+
+@functools.cache
+def fixture_framework_texts() -> tuple[str, ...]:
+    lines: list[str] = []
+    for log in _logs():
+        lines += log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return framework_texts(lines)
+
+
+@functools.cache
+def case_framework_texts() -> tuple[str, ...]:
+    lines = []
+    for path in sorted((ROOT / "tests" / "cases" / "grammar").glob("*.yaml")):
+        lines += [case["line"] for case in yaml.safe_load(path.read_text(encoding="utf-8")) or []]
+    return framework_texts(lines)
+
+
 @functools.cache
 def case_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
     envelopes: dict[str, None] = {}
@@ -91,9 +123,9 @@ def case_parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
 # --- the oracle and the comparison ---------------------------------------------------------------
 
 
-def lark_message(message: str) -> tuple[str, dict[str, Any]] | None:
+def lark_message(message: str, start: match.Start = "message") -> tuple[str, dict[str, Any]] | None:
     try:
-        body = lark_parser().parse(message, start="message")
+        body = lark_parser().parse(message, start=start)
     except (LarkError, TypeError, ValueError):
         return None
     if not isinstance(body, Body):
@@ -118,7 +150,12 @@ def coerce_row(kind: str, row: dict[str, Any]) -> dict[str, Any]:
     a field of parts becomes the part objects."""
     cls = RECORD_KINDS[kind]
     spec = field_specs(cls)
-    parts = {f.name: f.part for k in patterns.KINDS if k.kind == kind for f in k.fields}
+    parts = {
+        f.name: f.part
+        for k in patterns.KINDS + patterns.FOREIGN
+        if k.kind == kind
+        for f in k.fields
+    }
     out: dict[str, Any] = {}
     for name, value in row.items():
         if name == "row" or value is None:
@@ -147,8 +184,10 @@ def _coerce_part(cls: Any, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def pattern_messages(messages: list[str]) -> list[tuple[str, dict[str, Any]] | None]:
-    result = match.message_columns(pl.Series(messages, dtype=pl.String))
+def pattern_messages(
+    messages: list[str], start: match.Start = "message"
+) -> list[tuple[str, dict[str, Any]] | None]:
+    result = match.message_columns(pl.Series(messages, dtype=pl.String), start)
     out: list[tuple[str, dict[str, Any]] | None] = [None] * len(messages)
     for kind, table in result.tables.items():
         for row in table.iter_rows(named=True):
@@ -160,19 +199,20 @@ def pattern_messages(messages: list[str]) -> list[tuple[str, dict[str, Any]] | N
 
 
 PATTERN_KINDS = frozenset(match.pattern_kinds())
-FULL_KINDS = match.fully_covered_kinds()
+FOREIGN_KINDS = frozenset(match.pattern_kinds("foreign"))
 
 
-def message_differences(messages: list[str]) -> list[str]:
+def message_differences(messages: list[str], start: match.Start = "message") -> list[str]:
     """What the patterns do differently from Lark on these messages (empty: nothing).
 
     A kind some alternatives of which are Lark-only may be left to Lark (null); a kind with
     patterns for all its alternatives must be typed; whatever a pattern types must be Lark's."""
-    got = pattern_messages(messages)
+    got = pattern_messages(messages, start)
+    full = match.fully_covered_kinds(start)
     problems = []
     for message, mine in zip(messages, got, strict=True):
-        want = lark_message(message)
-        if mine is None and (want is None or want[0] not in FULL_KINDS):
+        want = lark_message(message, start)
+        if mine is None and (want is None or want[0] not in full):
             continue
         if want != mine:
             problems.append(f"{message!r}:\n    Lark    {want}\n    pattern {mine}")
@@ -210,6 +250,18 @@ def test_fixture_messages_match_lark() -> None:
 def test_grammar_case_messages_match_lark() -> None:
     _, messages = case_parts()
     problems = message_differences(list(messages))
+    assert not problems, _report(problems)
+
+
+def test_fixture_framework_texts_match_lark() -> None:
+    texts = fixture_framework_texts()
+    assert len(texts) > 100
+    problems = message_differences(list(texts), "foreign")
+    assert not problems, _report(problems)
+
+
+def test_grammar_case_framework_texts_match_lark() -> None:
+    problems = message_differences(list(case_framework_texts()), "foreign")
     assert not problems, _report(problems)
 
 
@@ -295,6 +347,16 @@ def test_mutated_messages_match_lark(seed: int) -> None:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
+def test_mutated_framework_texts_match_lark(seed: int) -> None:
+    rnd = random.Random(seed)
+    pool = list(fixture_framework_texts()) + list(case_framework_texts())
+    batch = [mutate(rnd.choice(pool), rnd) for _ in range(40)]
+    problems = message_differences(batch, "foreign")
+    assert not problems, _report(problems)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
 def test_mutated_envelopes_match_lark(seed: int) -> None:
     rnd = random.Random(seed)
     envelopes, _, _ = fixture_parts()
@@ -308,16 +370,18 @@ def test_mutated_envelopes_match_lark(seed: int) -> None:
 # --- coverage ------------------------------------------------------------------------------------
 
 
-def message_record_kinds() -> set[str]:
-    """The record kinds the `message` start rule can give."""
+def message_record_kinds(start: match.Start = "message") -> set[str]:
+    """The record kinds a start rule can give."""
     view = generate.GrammarView.load()
-    return {kind for kind, _, _ in generate.kind_alternatives(view) if kind in RECORD_KINDS}
+    return {kind for kind, _, _ in generate.kind_alternatives(view, start) if kind in RECORD_KINDS}
 
 
-def test_every_message_kind_has_a_pattern_or_a_reason() -> None:
+@pytest.mark.parametrize("start", ["message", "foreign"])
+def test_every_kind_has_a_pattern_or_a_reason(start: match.Start) -> None:
     lark_only = match.lark_only_kinds()
-    kinds = message_record_kinds()
-    missing = kinds - PATTERN_KINDS - set(lark_only)
+    kinds = message_record_kinds(start)
+    assert kinds
+    missing = kinds - frozenset(match.pattern_kinds(start)) - set(lark_only)
     assert not missing, f"kinds neither covered nor Lark-only: {sorted(missing)}"
     assert all(reason.strip() for reason in lark_only.values())
 
@@ -335,14 +399,16 @@ def test_every_pattern_kind_is_exercised() -> None:
     _, fixture_messages, _ = fixture_parts()
     _, cases = case_parts()
     seen = {got[0] for got in map(lark_message, fixture_messages + cases) if got is not None}
-    untested = PATTERN_KINDS - seen
+    texts = fixture_framework_texts() + case_framework_texts()
+    seen |= {got[0] for t in texts if (got := lark_message(t, "foreign")) is not None}
+    untested = (PATTERN_KINDS | FOREIGN_KINDS) - seen
     assert not untested, (
         f"pattern kinds no fixture line or grammar case exercises: {sorted(untested)}"
     )
 
 
 def test_record_kinds_are_records() -> None:
-    for kind in PATTERN_KINDS:
+    for kind in PATTERN_KINDS | FOREIGN_KINDS:
         cls = RECORD_KINDS[kind]
         assert issubclass(cls, Record) and not issubclass(cls, Part)
 

@@ -432,13 +432,15 @@ def _alone_and_packed(logs: list[tuple[str, bytes]], collapse: bool) -> tuple[An
 
 
 def _count_typing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of messages each call of ``match.message_columns`` types, from now on."""
+    """The number of NCCL messages each call of ``match.message_columns`` types, from now on
+    (not the framework lines' texts)."""
     calls: list[int] = []
     message_columns = pipeline.match.message_columns
 
-    def counting(messages: Any) -> Any:
-        calls.append(len(messages))
-        return message_columns(messages)
+    def counting(messages: Any, start: Any = "message") -> Any:
+        if start == "message":
+            calls.append(len(messages))
+        return message_columns(messages, start)
 
     monkeypatch.setattr(pipeline.match, "message_columns", counting)
     return calls

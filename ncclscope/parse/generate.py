@@ -574,7 +574,8 @@ class GrammarView:
                 return self.first_keys(node.children[0], seen)
             if node.data == "expr":
                 k, n = self.first_keys(node.children[0], seen)
-                return k, n or str(node.children[1]) in ("?", "*")
+                op = _operator(node)
+                return k, n or op in ("?", "*") or op.startswith("{0,")
             if node.data == "value":
                 sym = node.children[0]
                 if isinstance(sym, Terminal):
@@ -824,8 +825,8 @@ class Emitter:
             if data == "alias":
                 return self.emit(node.children[0], field_name)
             if data == "expr":
-                inner, op = node.children
-                op = str(op)
+                inner, op = node.children[:2]
+                op = _operator(node)
                 if op == "?":
                     chars = self.literal_chars
                     rx, ld, _ = self.emit(inner, field_name)
@@ -847,7 +848,7 @@ class Emitter:
                         self.glue = True
                         return f"{sep}(?:{rx[len(sep) :]}{sep})?", ld, True
                     return f"(?:{rx})?", ld, True
-                if op in ("*", "+"):
+                if op in ("*", "+") or op.startswith("{"):
                     # a repetition's first token may follow its own last one, or the token before
                     self.tail = None
                     repeated = self.repeat(inner, op, field_name)
@@ -1077,11 +1078,12 @@ class Emitter:
     ) -> tuple[str, frozenset[str] | None, bool]:
         # inside a span the repetition is read as it stands: the span's item splits it
         fields = set() if (self.loose or self.span_field) else self._fields_in(inner)
+        optional = op == "*" or op.startswith("{0,")
         if not fields:
             rx, ld, nl = self.emit(inner, field_name)
-            return f"(?:{rx}){op}", ld, op == "*" or nl
+            return f"(?:{rx}){op}", ld, optional or nl
         if len(fields) > 1:
-            if self.span_field:
+            if self.span_field or op not in ("*", "+"):
                 raise Unsupported(f"one repetition holds fields {sorted(fields)}")
             # each copy has its own groups, so the first occurrence of a field wins as in the
             # transformer; a text with more repetitions goes to Lark
@@ -1096,7 +1098,7 @@ class Emitter:
         (fname,) = fields
         if self.span_field:
             rx, ld, nl = self.emit(inner, field_name)
-            return f"(?:{rx}){op}", ld, op == "*" or nl
+            return f"(?:{rx}){op}", ld, optional or nl
         self.span_field.append(fname)
         self.span_tokens = []
         self.span_parts = []
@@ -1106,7 +1108,7 @@ class Emitter:
             self.span_field.pop()
             group = self.group()
             self.occurrences.setdefault(fname, []).append(self._span_occurrence(group, None))
-            return f"(?P<{group}>(?:{rx}){op})", ld, op == "*" or nl
+            return f"(?P<{group}>(?:{rx}){op})", ld, optional or nl
         tokens = list(self.span_tokens)
         # the body again, its token captured: one match per repetition is one element, read in
         # the context of the literals around it (a lazy token ends where its `)` begins)
@@ -1124,7 +1126,7 @@ class Emitter:
         self.occurrences.setdefault(fname, []).append(
             Occurrence(group, tokens, span=True, item=item)
         )
-        return f"(?P<{group}>(?:{rx}){op})", ld, op == "*" or nl
+        return f"(?P<{group}>(?:{rx}){op})", ld, optional or nl
 
     def _fields_in(self, node: Any, seen: frozenset[str] = frozenset()) -> set[str]:
         """The field names a subtree can give (kinds and parts raise)."""
@@ -1161,7 +1163,10 @@ def _max_tokens(view: GrammarView, node: Any, seen: frozenset[str] = frozenset()
             return _max_tokens(view, node.children[0], seen)
         if node.data == "expr":
             inner = _max_tokens(view, node.children[0], seen)
-            return inner if str(node.children[1]) == "?" else (float("inf") if inner else 0)
+            op = _operator(node)
+            if op.startswith("{"):
+                return inner * int(op[1:-1].split(",")[1])
+            return inner if op == "?" else (float("inf") if inner else 0)
         if node.data == "value":
             sym = node.children[0]
             if isinstance(sym, Terminal):
@@ -1172,6 +1177,17 @@ def _max_tokens(view: GrammarView, node: Any, seen: frozenset[str] = frozenset()
                 return _max_tokens(view, view.rules[sym.name], seen | {sym.name})
             return 0
     return 0
+
+
+def _operator(expr: Tree[Any]) -> str:
+    """An ``expr`` node's operator as a regex writes it: ``?``, ``*``, ``+``, or ``{n,m}`` for
+    Lark's counted ``~n..m`` (``~n``: ``{n,n}``)."""
+    op = str(expr.children[1])
+    if op != "~":
+        return op
+    low = int(str(expr.children[2]))
+    high = int(str(expr.children[3])) if len(expr.children) > 3 else low
+    return f"{{{low},{high}}}"
 
 
 def _symbols(node: Any) -> Iterator[Any]:
@@ -1286,14 +1302,21 @@ def _mixed(fname: str, occs: list[Occurrence], coerce: Any) -> FieldPattern:
     )
 
 
-def kind_alternatives(view: GrammarView) -> list[tuple[str, Tree[Any] | None, str]]:
-    """(kind, expansion tree or None for the whole rule, rule name) in the message rule's order."""
+#: the start rules whose kinds get patterns: NCCL's messages (what follows the level word) and
+#: the framework lines' (read from the first place the line splitter finds a `foreign` anchor)
+STARTS: tuple[str, ...] = ("message", "foreign")
+
+
+def kind_alternatives(
+    view: GrammarView, start: str = "message"
+) -> list[tuple[str, Tree[Any] | None, str]]:
+    """(kind, expansion tree or None for the whole rule, rule name) in the start rule's order."""
     out: list[tuple[str, Tree[Any] | None, str]] = []
 
     def visit(name: str) -> None:
         tree = view.rules[name]
         opts = view.options[name]
-        if (opts is not None and opts.expand1) or name == "message" or name.startswith("_"):
+        if (opts is not None and opts.expand1) or name == start or name.startswith("_"):
             for alt in tree.children:
                 (sym,) = [s for s in _symbols(alt)]
                 visit(sym.name)
@@ -1310,7 +1333,7 @@ def kind_alternatives(view: GrammarView) -> list[tuple[str, Tree[Any] | None, st
             kind = str(getattr(target, "name", target))
             out.append((kind, Tree("expansions", [expansion]), name))
 
-    visit("message")
+    visit(start)
     return out
 
 
@@ -1453,8 +1476,32 @@ def _literal_prefix(pattern: str) -> int:
     return count
 
 
-def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
-    """The envelope, the kinds' patterns and guards in dispatch order, and the Lark-only kinds.
+@dataclass(frozen=True)
+class Generated:
+    """What ``patterns.py`` holds."""
+
+    envelope: EnvelopePattern
+    #: per start rule (STARTS), its kinds' patterns and guards in dispatch order
+    kinds: dict[str, list[KindPattern]]
+    #: the kinds of every start rule left to Lark, whole or some alternatives
+    lark_only: list[LarkOnly]
+
+
+def generate() -> Generated:
+    """The envelope, and per start rule its kinds' patterns and the Lark-only kinds."""
+    view = GrammarView.load()
+    envelope = build_envelope(view)
+    _check_compiles(envelope.pattern)
+    kinds: dict[str, list[KindPattern]] = {}
+    lark_only: list[LarkOnly] = []
+    for start in STARTS:
+        kinds[start], refused = start_patterns(view, start)
+        lark_only += refused
+    return Generated(envelope, kinds, lark_only)
+
+
+def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], list[LarkOnly]]:
+    """The kinds' patterns and guards of a start rule in dispatch order, and its Lark-only kinds.
 
     Where several patterns may take one message (a catch-all ``NET/IB : <text>`` and the
     specific ``NET/IB : Got completion …``), the one tried first wins: covered kinds with no
@@ -1464,14 +1511,11 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
     does not take what Lark types as a Lark-only kind. A kind whose terminals need a negative
     lookahead gets no guard (without it the guard would take covered kinds' lines).
     """
-    view = GrammarView.load()
-    envelope = build_envelope(view)
-    _check_compiles(envelope.pattern)
     entries: list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]] = []
     lark_only: list[LarkOnly] = []
     groups: dict[str, list[Tree[Any]]] = {}
     order: list[str] = []
-    for kind, tree, rule in kind_alternatives(view):
+    for kind, tree, rule in kind_alternatives(view, start):
         if kind not in groups:
             order.append(kind)
             groups[kind] = []
@@ -1553,7 +1597,7 @@ def generate() -> tuple[EnvelopePattern, list[KindPattern], list[LarkOnly]]:
                 )
             )
     entries.sort(key=lambda e: e[0])
-    return envelope, [p for _, p in entries], lark_only
+    return [p for _, p in entries], lark_only
 
 
 # --- the envelope --------------------------------------------------------------------------------
@@ -1739,7 +1783,7 @@ def _repr(value: object, indent: int = 0) -> str:
 
 
 def render() -> str:
-    envelope, kinds, lark_only = generate()
+    made = generate()
     lines = [
         '"""Generated by ``python -m ncclscope.parse.generate`` from grammar/: do not edit.',
         "",
@@ -1760,11 +1804,13 @@ def render() -> str:
         "",
         f"GRAMMAR_HASH = {grammar_hash()!r}",
         "",
-        "ENVELOPE = " + _repr(envelope).lstrip(),
+        "ENVELOPE = " + _repr(made.envelope).lstrip(),
         "",
-        "KINDS: tuple[KindPattern, ...] = " + _repr(tuple(kinds)).lstrip(),
+        "KINDS: tuple[KindPattern, ...] = " + _repr(tuple(made.kinds["message"])).lstrip(),
         "",
-        "LARK_ONLY: tuple[LarkOnly, ...] = " + _repr(tuple(lark_only)).lstrip(),
+        "FOREIGN: tuple[KindPattern, ...] = " + _repr(tuple(made.kinds["foreign"])).lstrip(),
+        "",
+        "LARK_ONLY: tuple[LarkOnly, ...] = " + _repr(tuple(made.lark_only)).lstrip(),
         "",
         "MARKERS = " + _repr(marker_patterns(lark_parser())).lstrip(),
         "",

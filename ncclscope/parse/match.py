@@ -32,12 +32,12 @@ import functools
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import polars as pl
 
-from ncclscope.parse.pattern_types import Convert, FieldPattern
-from ncclscope.parse.patterns import ENVELOPE, KINDS, LARK_ONLY
+from ncclscope.parse.pattern_types import Convert, FieldPattern, KindPattern
+from ncclscope.parse.patterns import ENVELOPE, FOREIGN, KINDS, LARK_ONLY
 
 __all__ = [
     "ENVELOPE_FIELDS",
@@ -67,9 +67,17 @@ ENVELOPE_FIELDS: dict[str, pl.DataType] = {
 }
 
 
-def pattern_kinds() -> tuple[str, ...]:
-    """The record kinds a generated pattern reads, in dispatch order."""
-    return tuple(dict.fromkeys(k.kind for k in KINDS if not k.guard))
+#: a start rule of the grammar whose kinds have patterns: NCCL's messages, or the framework
+#: lines' texts (from the first place the line splitter finds a `foreign` anchor)
+Start = Literal["message", "foreign"]
+
+#: the patterns of each start rule, in the order they are tried
+PATTERNS: Final[dict[Start, tuple[KindPattern, ...]]] = {"message": KINDS, "foreign": FOREIGN}
+
+
+def pattern_kinds(start: Start = "message") -> tuple[str, ...]:
+    """The record kinds of a start rule a generated pattern reads, in dispatch order."""
+    return tuple(dict.fromkeys(k.kind for k in PATTERNS[start] if not k.guard))
 
 
 def lark_only_kinds() -> dict[str, str]:
@@ -82,16 +90,16 @@ def kind_schema(kind: str) -> dict[str, pl.DataType]:
     """The columns of a kind's table after ``row``: every field its patterns give, with its
     type (before the record annotations' coercion)."""
     schema: dict[str, pl.DataType] = {}
-    for k in KINDS:
+    for k in KINDS + FOREIGN:
         if k.kind == kind and not k.guard:
             for f in k.fields:
                 schema.setdefault(f.name, _dtype(f))
     return schema
 
 
-def fully_covered_kinds() -> frozenset[str]:
-    """Kinds every alternative of which has a pattern."""
-    return frozenset(pattern_kinds()) - frozenset(lark_only_kinds())
+def fully_covered_kinds(start: Start = "message") -> frozenset[str]:
+    """Kinds of a start rule every alternative of which has a pattern."""
+    return frozenset(pattern_kinds(start)) - frozenset(lark_only_kinds())
 
 
 # --- envelope ------------------------------------------------------------------------------------
@@ -191,14 +199,16 @@ def lead_keys(messages: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 @functools.cache
-def _dispatch_tables() -> tuple[pl.DataFrame, pl.DataFrame, list[int], dict[str, list[int]]]:
+def _dispatch_tables(
+    start: Start,
+) -> tuple[pl.DataFrame, pl.DataFrame, list[int], dict[str, list[int]]]:
     """word -> candidate pattern indexes, class -> candidate indexes, the indexes of the
     patterns every message is a candidate for, and first-token regex -> candidate indexes."""
     words: dict[str, list[int]] = {}
     classes: dict[str, list[int]] = {}
     regexes: dict[str, list[int]] = {}
     anywhere: list[int] = []
-    for i, k in enumerate(KINDS):
+    for i, k in enumerate(PATTERNS[start]):
         if not k.leads:
             anywhere.append(i)
         for lead in k.leads:
@@ -386,8 +396,8 @@ def _part_frame(f: FieldPattern, caps: pl.LazyFrame) -> pl.LazyFrame:
 
 
 @functools.cache
-def _kind_exprs(index: int) -> tuple[list[pl.Expr], pl.Expr]:
-    kp = KINDS[index]
+def _kind_exprs(start: Start, index: int) -> tuple[list[pl.Expr], pl.Expr]:
+    kp = PATTERNS[start][index]
     values: list[pl.Expr] = []
     bads: list[pl.Expr] = []
     for f in kp.fields:
@@ -404,18 +414,18 @@ def _kind_exprs(index: int) -> tuple[list[pl.Expr], pl.Expr]:
 
 
 @functools.cache
-def _captures(index: int) -> pl.Expr:
+def _captures(start: Start, index: int) -> pl.Expr:
     """The pattern's capture expression, built (and its regex checked) once per process."""
-    return pl.col("msg").str.extract_groups(KINDS[index].pattern).alias("m")
+    return pl.col("msg").str.extract_groups(PATTERNS[start][index].pattern).alias("m")
 
 
-def _extract(index: int, rows: pl.DataFrame) -> pl.LazyFrame:
+def _extract(start: Start, index: int, rows: pl.DataFrame) -> pl.LazyFrame:
     """The rows of ``rows`` (row, msg) this pattern takes, as typed field columns (a row whose
     value does not convert, an int beyond 64 bits, is left out: Lark reads it)."""
-    values, bad = _kind_exprs(index)
-    caps = rows.lazy().select(pl.col("row"), _captures(index)).unnest("m")
+    values, bad = _kind_exprs(start, index)
+    caps = rows.lazy().select(pl.col("row"), _captures(start, index)).unnest("m")
     caps = caps.filter(pl.col("ok").is_not_null())
-    for f in KINDS[index].fields:
+    for f in PATTERNS[start][index].fields:
         if f.part is not None:
             caps = caps.join(_part_frame(f, caps), on="row", how="left")
     return (
@@ -427,9 +437,12 @@ def _extract(index: int, rows: pl.DataFrame) -> pl.LazyFrame:
 _ROUNDS = 2
 
 
-def message_columns(messages: pl.Series) -> MessageTables:
-    """Type a column of messages (``part.message.strip()``: what follows the level word)."""
-    words, classes, anywhere, regexes = _dispatch_tables()
+def message_columns(messages: pl.Series, start: Start = "message") -> MessageTables:
+    """Type a column of messages (``part.message.strip()``: what follows the level word), or of
+    framework lines' texts (``start="foreign"``: from the first place a `foreign` anchor is
+    found, stripped)."""
+    kinds = PATTERNS[start]
+    words, classes, anywhere, regexes = _dispatch_tables(start)
     word, cls = lead_keys(pl.col("text"))
     # Init messages repeat across ranks and communicators: each distinct text is typed once
     # ("row" below is a distinct text's id until the tables are joined back to the input rows).
@@ -487,7 +500,7 @@ def message_columns(messages: pl.Series) -> MessageTables:
         # in-memory engine, as polars' own eager operations use: "auto" is the streaming one
         # (polars 2), whose set-up costs more than these small queries' work.
         results = pl.collect_all(
-            [_extract(i, part) for i, part in zip(indexes, parts.values(), strict=True)],
+            [_extract(start, i, part) for i, part in zip(indexes, parts.values(), strict=True)],
             engine="in-memory",
         )
         got_some = [(i, got) for i, got in zip(indexes, results, strict=True) if got.height]
@@ -513,7 +526,7 @@ def message_columns(messages: pl.Series) -> MessageTables:
                 )
                 won = winners.partition_by("k", as_dict=True, include_key=False)
             for index, got in got_some:
-                if KINDS[index].guard:
+                if kinds[index].guard:
                     continue
                 if batch:
                     mine = won.get((index,))
@@ -530,7 +543,7 @@ def message_columns(messages: pl.Series) -> MessageTables:
     by_uid = rows.with_row_index("row").rename({"uid": "uid_"})
     by_kind: dict[str, list[pl.DataFrame]] = {}
     for index in sorted(found):
-        by_kind.setdefault(KINDS[index].kind, []).extend(found[index])
+        by_kind.setdefault(kinds[index].kind, []).extend(found[index])
     for kind_name, frames in by_kind.items():
         # alternatives of one kind may give different fields: a table has them all, in the
         # order of kind_schema, null where not seen

@@ -322,7 +322,7 @@ class LineParser:
             marker = m.banner.search(body) if "NCCL " in body else None
             level = Level.VERSION
         if marker is None:
-            if self._foreign_starts(body):
+            if self.foreign_starts(body):
                 stats.damaged.lines_over_budget += 1
             return [], 0
         stats.damaged.lines_over_budget += 1
@@ -417,7 +417,7 @@ class LineParser:
             reason=CUT_LEVEL_REASON if part.cut else "spliced" if spliced else "unknown-message",
         )
 
-    def _foreign_starts(self, body: str) -> list[int]:
+    def foreign_starts(self, body: str) -> list[int]:
         """Where the `foreign` start rule may be tried in a line: its anchor literals' first
         places, and the line's start if a row anchor matches there."""
         m = self._m
@@ -439,7 +439,7 @@ class LineParser:
                 return None
             hit_prefix, hit = cached
             return hit.cls(source=source, line=number, text=text, prefix=hit_prefix, **hit.fields)
-        starts = self._foreign_starts(body)
+        starts = self.foreign_starts(body)
         if not starts:
             return None
         # Lark is asked only here, and framework lines repeat (a watchdog's, a launcher's): the

@@ -72,6 +72,11 @@ BATCH_CHARS: Final = 4 << 20
 _LEVEL: Final = r"NCCL (?:INFO|WARN|TRACE|CALL|ABORT)\b"
 # LEGACY_LEVEL after its envelope's DEV and optional SRC_LOC, loosened to what polars runs
 _LEGACY_LEVEL: Final = r"\] (?:\S+ )?(?:INFO|WARN|TRACE)\b"
+# BANNER with its lookbehind (no ", " before it) spelt out: at the line's first or second
+# character, or after two that are not ", "
+_BANNER_ANYWHERE: Final = r"(?:^.?|[^,].|,[^ ])NCCL version [0-9]"
+# CUT_LEVEL, loosened: any capitals after "NCCL " at the end of the line
+_CUT_LEVEL_END: Final = r"NCCL [A-Z]* *$"
 
 Batch = tuple[list[Record], list[KindFrame]]
 
@@ -478,7 +483,26 @@ def _columnar(
         pack[k].stats.nccl_lines += count
         pack[k].stats.typed += count
         pack[k].stats.records += count
-    taken = pl.concat([noise.get_column("i"), taken_rows.get_column("i")])
+    framework, framework_rows = _framework_records(plain, parser, sources)
+    records.extend(framework)
+    for k, count in _per_segment(framework_rows):
+        pack[k].stats.lines += count
+        pack[k].stats.typed += count
+        pack[k].stats.records += count
+    if collapse and framework_rows.height:
+        # the line path's framework records end runs of connection lines too (their process:
+        # no host, no pid)
+        ends.append(
+            framework_rows.select(
+                "src",
+                "line",
+                pl.lit(None, dtype=pl.String).alias("host"),
+                pl.lit(None, dtype=pl.Int64).alias("pid"),
+            )
+        )
+    taken = pl.concat(
+        [noise.get_column("i"), taken_rows.get_column("i"), framework_rows.get_column("i")]
+    )
     # a whole envelope and a message no pattern takes: Lark reads the message alone
     unclaimed = base.with_columns(messages.alias("msg")).filter(~pl.col("i").is_in(taken.implode()))
     typed, untyped = _message_path(unclaimed, pack, parser)
@@ -511,7 +535,7 @@ def _columnar(
     by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
     for rec in records:
         by_source[rec.source].append(rec)
-    if taken_rows.height or typed:
+    if taken_rows.height or framework_rows.height or typed:
         for got, _frames in out:
             got.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
     if lark_connections:
@@ -521,6 +545,80 @@ def _columnar(
             for got, frames in out
         ]
     return out
+
+
+def _framework_records(
+    plain: pl.DataFrame, parser: LineParser, sources: list[str]
+) -> tuple[list[Record], pl.DataFrame]:
+    """The records of the lines with no NCCL header that the `foreign` patterns read (PyTorch,
+    nccl-tests, launchers: ``LineParser._foreign``), and their rows (``i``, ``src``, ``line``).
+
+    The line path tries the `foreign` start rule from each place a line holds one of its anchors,
+    the first place first, and keeps the first record Lark gives. Here the text from the first
+    place is typed by the patterns, which the differential test holds to Lark there; a text they
+    do not take is left to the line path, which tries that place and the later ones. Built
+    whatever kinds the caller asked for, as the line path builds them: a bare ``Last error:``
+    line's record says which line after it is NCCL's last error (``_last_error_lines``)."""
+    markers = parser.markers
+    text = pl.col("text")
+    rows = plain.filter(
+        # what the line path splits into NCCL parts (a superset: a legacy level's test is the
+        # loose one, a cut level word any capitals at the end), a line over the token budget
+        # and Ray's folded lines are the line path's
+        ~text.str.contains(_LEVEL),
+        ~text.str.contains(_BANNER_ANYWHERE),
+        ~text.str.contains(_LEGACY_LEVEL),
+        ~text.str.contains(_CUT_LEVEL_END),
+        ~text.str.contains(RAY_REPEATED_END, literal=True),
+        text.str.len_bytes() <= parser.limits.max_token_chars,
+    )
+    # the first place an anchor is found: an anchor literal's first place, or the line's start
+    # (after blanks) where a row's first token matches there
+    lead = text.str.len_bytes() - text.str.strip_chars_start().str.len_bytes()
+    first = pl.min_horizontal(
+        *(text.str.find(literal, literal=True) for literal in markers.foreign_literals),
+        pl.when(text.str.contains(_foreign_start(markers))).then(lead),
+    )
+    rows = (
+        rows.with_columns(first.alias("at"))
+        .filter(pl.col("at").is_not_null())
+        .select(
+            "i",
+            "src",
+            "line",
+            "text",
+            text.str.slice(0, pl.col("at")).str.strip_chars().alias("prefix"),
+            text.str.slice(pl.col("at")).str.strip_chars().alias("msg"),
+        )
+    )
+    if not rows.height:
+        return [], rows.select("i", "src", "line")
+    tables = match.message_columns(rows.get_column("msg"), "foreign").tables
+    if not tables:
+        return [], rows.select("i", "src", "line").clear()
+    base = rows.select(
+        "i",
+        "src",
+        "line",
+        "text",
+        pl.lit(None, dtype=pl.String).alias("level"),
+        *(
+            pl.when(pl.col("prefix") != "").then(pl.col("prefix")).alias(name)
+            if name == "prefix"
+            else pl.lit(None, dtype=dtype).alias(name)
+            for name, dtype in envelope_schema().items()
+        ),
+    )
+    records: list[Record] = []
+    taken: list[pl.Series] = []
+    for kind, table in tables.items():
+        at = table.get_column("row")
+        taken.append(at)
+        typed = pl.concat(
+            [base.select(pl.all().gather(at)).drop("i"), table.drop("row")], how="horizontal"
+        )
+        records.extend(_records(cast(type[Record], KINDS[kind]), typed, sources))
+    return records, base.select("i", "src", "line").gather(pl.concat(taken))
 
 
 def _length(lines: Lines) -> int:
@@ -937,7 +1035,7 @@ class _Envelopes:
     src: list[int]
     line: list[int]
     text: list[str]
-    level: list[Level]
+    level: list[Level | None]
     #: ENVELOPE's columns, in its order
     envelope: list[list[Any]]
 
@@ -947,7 +1045,8 @@ class _Envelopes:
             rows.get_column("src").to_list(),
             rows.get_column("line").to_list(),
             rows.get_column("text").to_list(),
-            [_LEVELS[v] for v in rows.get_column("level").to_list()],
+            # a framework line has no level
+            [_LEVELS.get(v) for v in rows.get_column("level").to_list()],
             [_shared_values(rows.get_column(name)) for name in ENVELOPE],
         )
 
