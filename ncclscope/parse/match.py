@@ -593,6 +593,10 @@ class MessageMemo:
         #: record classes take them, by text (``hold_fields``; read by
         #: ncclscope.parse.pipeline._batch_records)
         self.fields: dict[str, dict[str, Any]] = {}
+        #: framework lines' texts (the `foreign` rule's) as the patterns typed them: the record
+        #: class and its own fields as the class takes them, or None where no pattern took the
+        #: text (``hold_framework``; read by ncclscope.parse.pipeline._framework_records)
+        self.framework: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None] = {}
 
     def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
         """What ``message_columns(messages).tables`` gives, typing only the messages this run
@@ -623,6 +627,15 @@ class MessageMemo:
         room = MEMO_MESSAGES - len(self.fields)
         if room > 0:
             self.fields.update(itertools.islice(fields, room))
+
+    def hold_framework(
+        self, typed: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None]
+    ) -> None:
+        """Keep these framework texts' typing for later batches, as many as there is room for
+        (a job's framework lines repeat: every rank's watchdog, nccl-tests' lines of each run)."""
+        room = MEMO_MESSAGES - len(self.framework)
+        if room > 0:
+            self.framework.update(itertools.islice(typed.items(), room))
 
     def _keep(self, new: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> None:
         """Keep the new messages that repeated in their batch: each kind's typed row (of the

@@ -75,7 +75,8 @@ _LEGACY_LEVEL: Final = r"\] (?:\S+ )?(?:INFO|WARN|TRACE)\b"
 # BANNER with its lookbehind (no ", " before it) spelt out: at the line's first or second
 # character, or after two that are not ", "
 _BANNER_ANYWHERE: Final = r"(?:^.?|[^,].|,[^ ])NCCL version [0-9]"
-# CUT_LEVEL, loosened: any capitals after "NCCL " at the end of the line
+# CUT_LEVEL, loosened: any capitals after "NCCL " at the end of the line (the splitter looks
+# for it after the envelope of a line with no level word and no banner)
 _CUT_LEVEL_END: Final = r"NCCL [A-Z]* *$"
 
 Batch = tuple[list[Record], list[KindFrame]]
@@ -346,16 +347,18 @@ def _columnar(
     # (Two filters: polars runs every test of one on every row, and nearly every line of a big
     # log has a header, which the literal test sees fastest: the regexes then run on the few
     # lines left. 131,072 lines of the COLL-heavy log: 18 -> 1 ms, of the init-heavy: 14 -> 3.)
-    noise = (
-        plain.filter(~text.str.contains("NCCL ", literal=True))
-        .filter(
-            # a 2.0-2.2 line: a bare level word after "[dev] " (a superset of the splitter's test)
-            ~text.str.contains(_LEGACY_LEVEL),
-            ~text.str.contains_any(list(parser.markers.foreign_literals)),
-            ~text.str.contains(_foreign_start(parser.markers)),
-        )
-        .select("i", "src")
+    headless = plain.filter(~text.str.contains("NCCL ", literal=True)).filter(
+        # a 2.0-2.2 line: a bare level word after "[dev] " (a superset of the splitter's test)
+        ~text.str.contains(_LEGACY_LEVEL)
     )
+    anchored = headless.select(
+        text.str.contains_any(list(parser.markers.foreign_literals))
+        | text.str.contains(_foreign_start(parser.markers))
+    ).to_series()
+    noise = headless.filter(~anchored).select("i", "src")
+    # framework lines: the lines above with an anchor, and the lines whose "NCCL " starts no
+    # header (below); the line path's splitter finds no NCCL part in either
+    framework = [headless.filter(anchored)]
     for k, count in _per_segment(noise):
         pack[k].stats.lines += count
         pack[k].stats.noise += count
@@ -387,7 +390,17 @@ def _columnar(
     cand = cand.with_columns(
         body.str.count_matches(_LEVEL).alias("levels"),
         body.str.find(_banner(parser.markers)).alias("bare"),
-    ).filter(
+    )
+    framework.append(
+        cand.filter(levels == 0)
+        .filter(
+            text.str.contains("NCCL ", literal=True),
+            ~text.str.contains(_BANNER_ANYWHERE),
+            ~text.str.contains(_CUT_LEVEL_END),
+        )
+        .select(plain.columns)
+    )
+    cand = cand.filter(
         (text.str.len_bytes() <= cap) | pl.col("i").is_in(fits.implode()),
         (levels == 1) | ((levels == 0) & bare.is_not_null() & (before != ", ")),
         # a launcher tag at the end of the line belongs to the line path's splitter (which
@@ -483,8 +496,10 @@ def _columnar(
         pack[k].stats.nccl_lines += count
         pack[k].stats.typed += count
         pack[k].stats.records += count
-    framework, framework_rows = _framework_records(plain, parser, sources)
-    records.extend(framework)
+    framework_built, framework_rows = _framework_records(
+        pl.concat(framework), parser.markers, cap, sources, memo
+    )
+    records.extend(framework_built)
     for k, count in _per_segment(framework_rows):
         pack[k].stats.lines += count
         pack[k].stats.typed += count
@@ -548,10 +563,15 @@ def _columnar(
 
 
 def _framework_records(
-    plain: pl.DataFrame, parser: LineParser, sources: list[str]
+    lines: pl.DataFrame,
+    markers: Markers,
+    cap: int,
+    sources: list[str],
+    memo: match.MessageMemo,
 ) -> tuple[list[Record], pl.DataFrame]:
-    """The records of the lines with no NCCL header that the `foreign` patterns read (PyTorch,
-    nccl-tests, launchers: ``LineParser._foreign``), and their rows (``i``, ``src``, ``line``).
+    """The records of the lines in which the line path's splitter finds no NCCL part that the
+    `foreign` patterns read (PyTorch, nccl-tests, launchers: ``LineParser._foreign``), and their
+    rows (``i``, ``src``, ``line``).
 
     The line path tries the `foreign` start rule from each place a line holds one of its anchors,
     the first place first, and keeps the first record Lark gives. Here the text from the first
@@ -559,18 +579,11 @@ def _framework_records(
     do not take is left to the line path, which tries that place and the later ones. Built
     whatever kinds the caller asked for, as the line path builds them: a bare ``Last error:``
     line's record says which line after it is NCCL's last error (``_last_error_lines``)."""
-    markers = parser.markers
     text = pl.col("text")
-    rows = plain.filter(
-        # what the line path splits into NCCL parts (a superset: a legacy level's test is the
-        # loose one, a cut level word any capitals at the end), a line over the token budget
-        # and Ray's folded lines are the line path's
-        ~text.str.contains(_LEVEL),
-        ~text.str.contains(_BANNER_ANYWHERE),
-        ~text.str.contains(_LEGACY_LEVEL),
-        ~text.str.contains(_CUT_LEVEL_END),
+    # a line over the token budget and Ray's folded lines are the line path's
+    rows = lines.filter(
         ~text.str.contains(RAY_REPEATED_END, literal=True),
-        text.str.len_bytes() <= parser.limits.max_token_chars,
+        text.str.len_bytes() <= cap,
     )
     # the first place an anchor is found: an anchor literal's first place, or the line's start
     # (after blanks) where a row's first token matches there
@@ -591,34 +604,44 @@ def _framework_records(
             text.str.slice(pl.col("at")).str.strip_chars().alias("msg"),
         )
     )
-    if not rows.height:
-        return [], rows.select("i", "src", "line")
-    tables = match.message_columns(rows.get_column("msg"), "foreign").tables
-    if not tables:
-        return [], rows.select("i", "src", "line").clear()
-    base = rows.select(
-        "i",
-        "src",
-        "line",
-        "text",
-        pl.lit(None, dtype=pl.String).alias("level"),
-        *(
-            pl.when(pl.col("prefix") != "").then(pl.col("prefix")).alias(name)
-            if name == "prefix"
-            else pl.lit(None, dtype=dtype).alias(name)
-            for name, dtype in envelope_schema().items()
-        ),
-    )
+    # each distinct text typed once per run (a job's framework lines repeat: every rank's
+    # watchdog, the lines of each nccl-tests run), the records built from its kind and fields
+    known = memo.framework
+    texts = rows.get_column("msg").to_list()
+    new = list(dict.fromkeys(t for t in texts if t not in known))
+    # this batch's new texts (the memo may have no room left for them)
+    typed: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None] = dict.fromkeys(new)
+    if new:
+        tables = match.message_columns(pl.Series(new, dtype=pl.String), "foreign").tables
+        for kind, table in tables.items():
+            cls = cast(type[Record], KINDS[kind])
+            own = [c for c in table.columns if c != "row"]
+            dicts = _field_dicts(cls, own, table.select(own)) if own else [{}] * table.height
+            for at, own_fields in zip(table.get_column("row").to_list(), dicts, strict=True):
+                typed[new[at]] = (cls, own_fields)
+        memo.hold_framework(typed)
     records: list[Record] = []
-    taken: list[pl.Series] = []
-    for kind, table in tables.items():
-        at = table.get_column("row")
-        taken.append(at)
-        typed = pl.concat(
-            [base.select(pl.all().gather(at)).drop("i"), table.drop("row")], how="horizontal"
-        )
-        records.extend(_records(cast(type[Record], KINDS[kind]), typed, sources))
-    return records, base.select("i", "src", "line").gather(pl.concat(taken))
+    taken: list[int] = []
+    for i, k, line, text, prefix, msg in zip(
+        rows.get_column("i").to_list(),
+        rows.get_column("src").to_list(),
+        rows.get_column("line").to_list(),
+        rows.get_column("text").to_list(),
+        rows.get_column("prefix").to_list(),
+        texts,
+        strict=True,
+    ):
+        got = typed[msg] if msg in typed else known[msg]
+        if got is None:
+            continue
+        built, values = got
+        try:
+            rec = built(source=sources[k], line=line, text=text, prefix=prefix or None, **values)
+        except (TypeError, ValueError):
+            continue  # a record that refuses its fields: the line path tries the later places
+        records.append(rec)
+        taken.append(i)
+    return records, rows.filter(pl.col("i").is_in(taken)).select("i", "src", "line")
 
 
 def _length(lines: Lines) -> int:
