@@ -604,5 +604,42 @@ def test_a_lazy_token_s_refused_rows_go_to_lark_by_its_guard() -> None:
 
 
 def test_translate_refuses_inner_lookaround() -> None:
-    with pytest.raises(generate.Unsupported):
-        generate.translate("(?!failed\\b)[^\\s:]+")
+    for regex in ("(?!invalid )(?!reduction )\\w+", "a(?=b)\\w+", "(?!ab)[a-z]{1}"):
+        with pytest.raises(generate.Unsupported):
+            generate.translate(regex)
+
+
+@pytest.mark.parametrize(
+    ("regex", "token", "refuse"),
+    [
+        (
+            "NET\\/(?!IB\\b|Socket\\b)[A-Za-z][\\w-]*",
+            "NET\\/[A-Za-z][0-9A-Za-z_-]*",
+            "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b))",
+        ),
+        ("(?!failed\\b)[^\\s:]+", "[^\\s:]+", "^(?:failed(?-u:\\b))"),
+    ],
+)
+def test_a_token_that_refuses_words_is_checked_on_its_text(
+    regex: str, token: str, refuse: str
+) -> None:
+    """A negative lookahead of words inside a token whose class runs on over them is decided
+    by the token's own text: the pattern keeps the token, and a row whose token text matches
+    ``refuse`` is not the kind's."""
+    got = generate.translate(regex)
+    assert (got.regex, got.refuse) == (token, refuse)
+    for text in ("NET/IB", "NET/Socket-x", "failed", "failed.so"):
+        python_refuses = re.match(regex, text) is None or re.match(regex, text).end() == 0
+        rust_style = re.match(refuse.replace("(?-u:\\b)", "\\b"), text) is not None
+        if re.match(got.regex.replace("0-9A-Za-z_", "\\w"), text):
+            assert python_refuses == rust_style, text
+
+
+def test_a_first_token_of_higher_priority_sends_its_messages_to_lark() -> None:
+    """``NET/eFe …``: Lark's lexer reads ``NET`` before a hex node id as a topology node's type
+    (priority 2), never a plugin's tag: no plugin pattern may take it."""
+    got = pattern_messages(
+        ["NET/eFe Setting FI_OPT not supported.", "NET/OFI Setting FI_OPT not supported."]
+    )
+    assert got[0] is None
+    assert got[1] == ("net_plugin_option_unsupported", {"plugin": "NET/OFI", "option": "FI_OPT"})

@@ -409,6 +409,8 @@ def _kind_exprs(start: Start, index: int) -> tuple[list[pl.Expr], pl.Expr]:
         # whatever follows; the pattern's ends where its next tokens first match
         ends = pl.concat_str(pl.col(token), pl.col(rest)).str.extract(lark, 1)
         bads.append((ends != pl.col(token)).fill_null(True))
+    for group, refused in kp.refusals:
+        bads.append(pl.col(group).str.contains(refused).fill_null(False))
     bad_any = pl.any_horizontal(bads) if bads else pl.lit(False)
     return values, bad_any
 

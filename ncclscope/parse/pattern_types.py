@@ -72,6 +72,11 @@ class KindPattern:
     #: token as Lark's lexer ends it in the text from the token on). A row whose token is not
     #: that one is left to Lark.
     lazy_ends: tuple[tuple[str, str, str], ...] = ()
+    #: tokens whose terminal refuses some words (a negative lookahead inside it, such as
+    #: ``NET/(?!IB\b|Socket\b)…``): (the token's group, a regex its text matches where Lark's
+    #: lexer would not read the token). Such a row is not this pattern's: a later candidate, or
+    #: Lark, reads it.
+    refusals: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

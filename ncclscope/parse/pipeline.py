@@ -579,6 +579,8 @@ def _framework_records(
     do not take is left to the line path, which tries that place and the later ones. Built
     whatever kinds the caller asked for, as the line path builds them: a bare ``Last error:``
     line's record says which line after it is NCCL's last error (``_last_error_lines``)."""
+    if not lines.height:
+        return [], lines.select("i", "src", "line")
     text = pl.col("text")
     # a line over the token budget and Ray's folded lines are the line path's
     rows = lines.filter(
