@@ -1704,7 +1704,7 @@ def _first_token_guards(
                 for key in keys:
                     starts.setdefault(key, kind)
                     last[key] = max(last.get(key, key), max(keys))
-    guards = []
+    guards: list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]] = []
     for key, kind in starts.items():
         if key[0] >= 0:
             continue
