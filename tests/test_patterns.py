@@ -643,3 +643,25 @@ def test_a_first_token_of_higher_priority_sends_its_messages_to_lark() -> None:
     )
     assert got[0] is None
     assert got[1] == ("net_plugin_option_unsupported", {"plugin": "NET/OFI", "option": "FI_OPT"})
+
+
+def test_a_catch_all_is_read_where_no_other_token_stands() -> None:
+    """``NET/OFI <anything>`` is a plugin's text (NET_TEXT, priority -1) only where none of the
+    tokens that may follow the tag instead (``Setting``, ``Selected Provider is``, …) stands
+    there, and only after a blank where it may start with a character of the tag's run (a cut
+    ``NET/Sock`` is not the tag ``NET/Soc`` and the text ``k``)."""
+    texts = [
+        "NET/OFI Creating one domain per process",
+        "NET/OFI Setting something Lark does not read",
+        "NET/Sock",
+        "NET/OFI:glued to its tag",
+    ]
+    got = pattern_messages(texts)
+    assert got[0] == (
+        "net_plugin_message",
+        {"plugin": "NET/OFI", "message": "Creating one domain per process"},
+    )
+    assert got[1] is None and lark_message(texts[1]) is None
+    assert got[2] is None and lark_message(texts[2]) is None
+    # Lark's, left to it: the pattern asks for a blank after a tag
+    assert got[3] is None and lark_message(texts[3]) is not None

@@ -459,6 +459,23 @@ def _greedy_tail(tr: Translated) -> str | None:
     return m.group(1)
 
 
+def _may_run_on(tail: str, literal: str | None, regex: str) -> bool:
+    """Whether a token (its text where it is a literal, else its Rust-dialect regex) may start
+    with a character of the class the previous token ends in a greedy run of: Lark's lexer
+    then reads that character into the previous token where no blank stands between. For a
+    regex, what it may start with is read from its dispatch keys (a word's first character, a
+    character class; anything where they are not worked out)."""
+    if literal is not None:
+        return bool(literal) and re.fullmatch(tail, literal[0]) is not None
+    leads = regex_leads(regex)
+    if leads is None or any(lead.startswith("r:") for lead in leads):
+        return True
+    classes = {
+        char_class(lead[2]) if lead.startswith("w:") else lead.partition(":")[2] for lead in leads
+    }
+    return any(char_class(c) in classes for c in _PRINTABLE if re.fullmatch(tail, c))
+
+
 def _solid_start(regex: str, depth: int = 0) -> bool:
     """Whether every text this (Rust-dialect) regex matches starts with a character that is not
     a blank (False where that is not worked out)."""
@@ -748,6 +765,9 @@ class Emitter:
     refusals: list[tuple[str, str]] = field(default_factory=list)
     #: how many choices (optional parts, repetitions, alternatives) enclose the current node
     choices: int = 0
+    #: catch-all terminals of negative priority this alternative may read, each with the
+    #: regex its text matches where another token wins there (``_catch_all_refusal``)
+    catch_all: dict[str, str] = field(default_factory=dict)
 
     def group(self) -> str:
         self.counter += 1
@@ -789,12 +809,18 @@ class Emitter:
                 if sum(regexp.count(x) for x in ("(?=", "(?!", "(?<")) != 1:
                     raise Unsupported(reason)
                 lazy = (f"^({full.regex})(?:{full.ahead})", reason)
-        if term.priority < 0 and not self.loose:
-            raise Unsupported(
-                f"{name} (priority {term.priority}) only wins where no other token does, "
-                "which a regex cannot say"
-            )
         tr = _grouped(translate(term.pattern.to_regexp(), loose=self.loose))
+        if term.priority < 0 and not self.loose:
+            if name not in self.catch_all:
+                raise Unsupported(
+                    f"{name} (priority {term.priority}) only wins where no other token does, "
+                    "which a regex cannot say"
+                )
+            # read where none of the tokens that may stand there instead matches: a refusal
+            refused = self.catch_all[name]
+            tr = dataclasses.replace(
+                tr, refuse=f"(?:{tr.refuse})|(?:{refused})" if tr.refuse else refused
+            )
         leads = regex_leads(tr.regex + ("\x00" if tr.glue else tr.consume))
         if leads is None or any(lead.startswith("c:") for lead in leads):
             # no word to look up: the message is tested with the token itself, anchored
@@ -823,12 +849,15 @@ class Emitter:
                 leads: set[str] | None = set()
                 nullable = False
                 glue_before = self.glue
+                tail_before = self.tail
                 # the next token is glued only where every branch asks for it
                 glue_after = True
                 chars_before = self.literal_chars
                 chars_after: list[int] = []
                 for child in self.view.lexer_order(node.children):
                     self.glue = glue_before
+                    # each branch follows what came before the choice, not another branch
+                    self.tail = tail_before
                     self.literal_chars = chars_before
                     rx, ld, nl = self.emit(child, field_name)
                     if self.lazy_pending is not None and len(node.children) > 1:
@@ -945,11 +974,18 @@ class Emitter:
         text = literal
         if term is not None and isinstance(term.pattern, PatternStr):
             text = str(term.pattern.value)
-        if sep and self.tail is not None and text and re.fullmatch(self.tail, text[0]):
+        if sep and self.tail is not None and _may_run_on(self.tail, text, rx):
             # with no blank, Lark's lexer would have read this token's first character into
             # the previous one: at least one blank, as Lark has it (and the regex need not
             # choose where the previous token ends)
             sep = " +"
+            if text is None:
+                # a token that may also start otherwise (``NET/OFI: …``, ``:`` after a name)
+                # is Lark's where no blank stands before it
+                self.partial.append(
+                    "a token glued to the one before it, where it may also start with a "
+                    "character that one runs on over, is left to Lark"
+                )
         if text is not None:
             self.literal_chars += len(text)
         else:
@@ -1412,11 +1448,17 @@ def kind_alternatives(
     return out
 
 
-def build_kind(view: GrammarView, kind: str, tree: Tree[Any], loose: bool = False) -> KindPattern:
+def build_kind(
+    view: GrammarView,
+    kind: str,
+    tree: Tree[Any],
+    loose: bool = False,
+    catch_all: dict[str, str] | None = None,
+) -> KindPattern:
     cls = KINDS.get(kind)
     if cls is None or not issubclass(cls, Record):
         raise Unsupported(f"{kind} is no record kind")
-    em = Emitter(view, kind, cls, loose=loose)
+    em = Emitter(view, kind, cls, loose=loose, catch_all=catch_all or {})
     rx, leads, _ = em.emit(tree, None)
     fields = () if loose else _field_patterns(em)
     if any(f.name in RESERVED_COLUMNS for f in fields):
@@ -1588,6 +1630,8 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
     lookahead gets no guard (without it the guard would take covered kinds' lines).
     """
     entries: list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]] = []
+    #: per entry, the lexer keys of the tokens it may start with
+    starting: list[set[tuple[int, int, int, str]]] = []
     lark_only: list[LarkOnly] = []
     groups: dict[str, list[Tree[Any]]] = {}
     order: list[str] = []
@@ -1596,6 +1640,14 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
             order.append(kind)
             groups[kind] = []
         groups[kind].append(tree if tree is not None else view.rules[rule])
+    #: every alternative of the start rule, to find the tokens that may stand where one
+    #: alternative's catch-all does
+    siblings = [
+        alternative
+        for trees in groups.values()
+        for tree in trees
+        for alternative in (tree.children if tree.data == "expansions" else [tree])
+    ]
     for index, kind in enumerate(order):
         alternatives: list[Any] = []
         for tree in groups[kind]:
@@ -1607,7 +1659,9 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
             try:
                 if manual is not None:
                     raise Unsupported(manual)
-                pattern = build_kind(view, kind, tree)
+                pattern = build_kind(
+                    view, kind, tree, catch_all=_catch_all_refusal(view, alternative, siblings)
+                )
                 _check_compiles(pattern.pattern)
                 refused.extend((number, reason) for reason in _PARTIAL[pattern.pattern])
             except Unsupported as exc:
@@ -1653,6 +1707,7 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
                 rest = (2, -_top_priority(view, tree), -chars, index, number)
             key = (first, rest)
             entries.append((key, dataclasses.replace(pattern, alternative=number)))
+            starting.append(firsts)
             if pattern.lazy_ends:
                 # A row the lazy-token check refuses is one Lark reads as this kind: right
                 # after the pattern, its guard sends it to Lark, before any later candidate
@@ -1662,6 +1717,7 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
                 entries.append(
                     ((first, (*rest, 1)), dataclasses.replace(guard, alternative=number))
                 )
+                starting.append(firsts)
         if refused:
             whole = not any(e[1].kind == kind and not e[1].guard for e in entries)
             reasons = sorted({reason for _, reason in refused})
@@ -1672,14 +1728,108 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
                     () if whole else tuple(sorted({number for number, _ in refused})),
                 )
             )
-    entries += _first_token_guards(view, groups)
+    guards, shadows = _first_token_guards(view, groups)
+    for i, ((first, rank), pattern) in enumerate(entries):
+        # ranked after a first token of raised priority and before its guard, and never
+        # starting with it: what that token matches at the start is not this pattern's
+        shadowing = tuple(
+            ("", regex)
+            for key, last, regex, words in shadows
+            if key < first < last
+            and key not in starting[i]
+            and not pattern.guard
+            and _leads_meet(pattern.leads, words)
+        )
+        if shadowing:
+            refusals = pattern.refusals + shadowing
+            entries[i] = ((first, rank), dataclasses.replace(pattern, refusals=refusals))
+    entries += guards
     entries.sort(key=lambda e: e[0])
     return [p for _, p in entries], lark_only
 
 
+def _catch_all_refusal(view: GrammarView, alternative: Any, siblings: list[Any]) -> dict[str, str]:
+    """For an alternative ``A X`` whose second token X is a catch-all of negative priority
+    (``net__plugin net__message``: NET_TEXT), X and the regex its text matches where Lark's
+    lexer reads another token there: the second tokens of every alternative that starts with
+    the same ``A`` (``Setting``, ``Selected Provider is``, ``Using`` before ``aws-ofi-nccl``,
+    …), each of which outranks X. Empty where the shape is another, where another alternative
+    may start with A's first token otherwise, or where a second token has no exact regex."""
+    items = alternative.children if isinstance(alternative, Tree) else []
+    if isinstance(alternative, Tree) and alternative.data == "alias":
+        items = alternative.children[0].children
+    if len(items) != 2:
+        return {}
+    head, tail = items
+    catch = _only_terminal(view, tail)
+    if catch is None or view.terminals[catch].priority >= 0:
+        return {}
+    firsts, _ = view.first_keys(Tree("expansion", [head]))
+    competitors: set[tuple[int, int, int, str]] = set()
+    for other in siblings:
+        seq = other.children[0].children if other.data == "alias" else other.children
+        keys, _ = view.first_keys(other)
+        if not keys & firsts:
+            continue
+        if not seq or seq[0] != head:
+            return {}  # it starts with the same token another way: what follows is unknown
+        after, _ = view.first_keys(Tree("expansion", list(seq[1:])))
+        competitors |= after
+    mine = view.lexer_key(catch)
+    regexes = []
+    for key in sorted(competitors):
+        if key == mine:
+            continue
+        if key > mine:
+            return {}  # one that Lark's lexer tries after the catch-all: not expected
+        term = view.terminals[key[3]]
+        if isinstance(term.pattern, PatternStr):
+            regexes.append(escape(str(term.pattern.value)))
+            continue
+        prefix = _prefix_regex(term.pattern.to_regexp())
+        if prefix is None:
+            return {}
+        regexes.append(prefix)
+    if not regexes:
+        return {}
+    return {catch: "^(?:" + "|".join(f"(?:{r})" for r in regexes) + ")"}
+
+
+def _only_terminal(view: GrammarView, node: Any) -> str | None:
+    """The terminal a node is, directly or through a field rule of that one terminal."""
+    if isinstance(node, Tree) and node.data == "value":
+        sym = node.children[0]
+        if isinstance(sym, Terminal):
+            return str(sym.name)
+        if isinstance(sym, NonTerminal):
+            tree = view.rules[sym.name]
+            if tree.data == "expansions" and len(tree.children) == 1:
+                only = tree.children[0]
+                if isinstance(only, Tree) and only.data == "expansion" and len(only.children) == 1:
+                    return _only_terminal(view, only.children[0])
+    return None
+
+
+#: a first token of raised priority: its lexer key, the rank of the last pattern that may start
+#: with it (where its guard goes), the regex of what it matches at a message's start, the words
+#: it starts with
+Shadow = tuple[tuple[int, int, int, str], tuple[int, int, int, str], str, frozenset[str]]
+
+
+def _leads_meet(leads: tuple[str, ...], words: frozenset[str]) -> bool:
+    """Whether a pattern's dispatch keys name one of ``words`` (``w:`` keys) as a first word.
+
+    A pattern whose first token is a class (any capitalised word) is left to its rank: a check
+    on each of its rows would cost a regex on nearly every message of a log (the collective
+    calls', the proxy events')."""
+    return any(lead in words for lead in leads)
+
+
 def _first_token_guards(
     view: GrammarView, groups: dict[str, list[Tree[Any]]]
-) -> list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]]:
+) -> tuple[
+    list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]], list[Shadow]
+]:
     """Guards for the first tokens of a start rule that outrank the default priority.
 
     Lark's lexer reads a message's first token as the first terminal, in its order (priority
@@ -1688,7 +1838,9 @@ def _first_token_guards(
     that starts otherwise is Lark's, whatever its pattern takes (``NET_EXT_TAG`` reads
     ``NET/eFe``). The patterns of the kinds that start with such a terminal come first (their
     first token's rank, or a later one's where they may also start otherwise); then its guard
-    sends to Lark every message it matches at the start that they did not take. Only terminals
+    sends to Lark every message it matches at the start that they did not take, and a pattern
+    ranked before the guard that cannot start with it refuses a message it matches at the start
+    (``KindPattern.refusals`` on the whole message). Only terminals
     whose regex polars can run exactly, and that start with one of some words, get one (a
     trailing lookahead is read as what must follow): a guard is a candidate for every message
     that starts as its terminal may, and one that any word may start (``[A-Za-z]\\w*``) would
@@ -1705,6 +1857,7 @@ def _first_token_guards(
                     starts.setdefault(key, kind)
                     last[key] = max(last.get(key, key), max(keys))
     guards: list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]] = []
+    shadows: list[Shadow] = []
     for key, kind in starts.items():
         if key[0] >= 0:
             continue
@@ -1726,7 +1879,8 @@ def _first_token_guards(
         )
         _check_compiles(pattern.pattern)
         guards.append(((last[key], (4,)), pattern))
-    return guards
+        shadows.append((key, last[key], f"^(?:{prefix})", leads))
+    return guards, shadows
 
 
 def _prefix_regex(regex: str) -> str | None:

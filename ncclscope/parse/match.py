@@ -410,7 +410,9 @@ def _kind_exprs(start: Start, index: int) -> tuple[list[pl.Expr], pl.Expr]:
         ends = pl.concat_str(pl.col(token), pl.col(rest)).str.extract(lark, 1)
         bads.append((ends != pl.col(token)).fill_null(True))
     for group, refused in kp.refusals:
-        bads.append(pl.col(group).str.contains(refused).fill_null(False))
+        # the group "": the whole message
+        text = pl.col(group) if group else pl.col("msg")
+        bads.append(text.str.contains(refused).fill_null(False))
     bad_any = pl.any_horizontal(bads) if bads else pl.lit(False)
     return values, bad_any
 
@@ -425,7 +427,10 @@ def _extract(start: Start, index: int, rows: pl.DataFrame) -> pl.LazyFrame:
     """The rows of ``rows`` (row, msg) this pattern takes, as typed field columns (a row whose
     value does not convert, an int beyond 64 bits, is left out: Lark reads it)."""
     values, bad = _kind_exprs(start, index)
-    caps = rows.lazy().select(pl.col("row"), _captures(start, index)).unnest("m")
+    kp = PATTERNS[start][index]
+    # the message itself where a refusal reads it whole
+    whole = [pl.col("msg")] if any(not group for group, _ in kp.refusals) else []
+    caps = rows.lazy().select(pl.col("row"), *whole, _captures(start, index)).unnest("m")
     caps = caps.filter(pl.col("ok").is_not_null())
     for f in PATTERNS[start][index].fields:
         if f.part is not None:

@@ -74,8 +74,9 @@ class KindPattern:
     lazy_ends: tuple[tuple[str, str, str], ...] = ()
     #: tokens whose terminal refuses some words (a negative lookahead inside it, such as
     #: ``NET/(?!IB\b|Socket\b)…``): (the token's group, a regex its text matches where Lark's
-    #: lexer would not read the token). Such a row is not this pattern's: a later candidate, or
-    #: Lark, reads it.
+    #: lexer would not read the token; the group "": the whole message, where Lark's lexer reads
+    #: a first token of higher priority). Such a row is not this pattern's: a later candidate,
+    #: or Lark, reads it.
     refusals: tuple[tuple[str, str], ...] = ()
 
 

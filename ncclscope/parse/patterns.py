@@ -415,6 +415,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:ncclRedOpDestroy",
         ),
         alternative=11,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="usage_error",
@@ -535,6 +541,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
             "w:Tuner",
         ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_symbol_missing",
@@ -581,6 +593,12 @@ KINDS: tuple[KindPattern, ...] = (
                 "g2",
                 "g4",
                 "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
+            ),
+        ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
         ),
     ),
@@ -911,6 +929,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:PCI",
             "w:RMA",
         ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="topo_paths",
@@ -988,6 +1012,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:NVS",
             "w:PCI",
             "w:RMA",
+        ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
@@ -1478,7 +1508,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="net_plugin_provider_not_found",
-        pattern="^(?P<ok>) *(?P<g1>NET\\/[A-Za-z][0-9A-Za-z_-]*) *(?P<g2>(?:No eligible providers|Couldn't find any optimal provider|Unable to find a protocol|No providers? (?:found|available)|Could not find any (?:optimal )?provider).*)$",
+        pattern="^(?P<ok>) *(?P<g1>NET\\/[A-Za-z][0-9A-Za-z_-]*) +(?P<g2>(?:No eligible providers|Couldn't find any optimal provider|Unable to find a protocol|No providers? (?:found|available)|Could not find any (?:optimal )?provider).*)$",
         fields=(
             FieldPattern(
                 name="plugin",
@@ -1497,11 +1527,15 @@ KINDS: tuple[KindPattern, ...] = (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
             ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
         kind="net_plugin_version",
-        pattern="^(?P<ok>) *(?P<g1>NET\\/[A-Za-z][0-9A-Za-z_-]*) *(?:Using|Initializing)  *(?P<g2>(?:aws\\-ofi\\-nccl|Libfabric|libfabric)) *(?:version *)??(?P<g3>\\S+)$",
+        pattern="^(?P<ok>) *(?P<g1>NET\\/[A-Za-z][0-9A-Za-z_-]*) +(?:Using|Initializing)  *(?P<g2>(?:aws\\-ofi\\-nccl|Libfabric|libfabric)) *(?:version *)??(?P<g3>\\S+)$",
         fields=(
             FieldPattern(
                 name="plugin",
@@ -1524,6 +1558,10 @@ KINDS: tuple[KindPattern, ...] = (
             (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
+            ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
         ),
     ),
@@ -1552,6 +1590,10 @@ KINDS: tuple[KindPattern, ...] = (
             (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
+            ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
         ),
     ),
@@ -1593,6 +1635,10 @@ KINDS: tuple[KindPattern, ...] = (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
             ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
@@ -1629,6 +1675,10 @@ KINDS: tuple[KindPattern, ...] = (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
             ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
@@ -1652,6 +1702,10 @@ KINDS: tuple[KindPattern, ...] = (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
             ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
@@ -1674,6 +1728,41 @@ KINDS: tuple[KindPattern, ...] = (
             (
                 "g1",
                 "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
+            ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
+    ),
+    KindPattern(
+        kind="net_plugin_message",
+        pattern="^(?P<ok>) *(?P<g1>NET\\/[A-Za-z][0-9A-Za-z_-]*) +(?P<g2>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="plugin",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="message",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=("w:NET",),
+        refusals=(
+            (
+                "g1",
+                "^NET\\/(?:IB(?-u:\\b)|Socket(?-u:\\b)|Plugin(?-u:\\b)|MLX5(?-u:\\b))",
+            ),
+            (
+                "g2",
+                "^(?:(?:(?:No eligible providers|Couldn't find any optimal provider|Unable to find a protocol|No providers? (?:found|available)|Could not find any (?:optimal )?provider).*)|(?:(?:Using|Initializing)(?: (?:aws-ofi-nccl|Libfabric|libfabric) ))|(?:Selected Provider is)|(?:OFI NCCL failure)|(?:Running on)|(?:Setting))",
+            ),
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
         ),
     ),
@@ -2308,7 +2397,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?[0-9]+) *(?:(?P<g2>\\S(?:.*\\S)?) *)?$",
+        pattern="^(?P<ok>) *failed to open CUDA IPC handle *: *(?P<g1>-?[0-9]+)(?: +(?P<g2>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="code",
@@ -2496,7 +2585,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>[0-9]+) *(?:\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *)?: *(?P<g3>-?[0-9]+) *(?:(?P<g4>\\S(?:.*\\S)?) *)?$",
+        pattern="^(?P<ok>) *failed to peer with device *(?P<g1>[0-9]+) *(?:\\(= *(?P<g2>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *)?: *(?P<g3>-?[0-9]+)(?: +(?P<g4>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="peer_dev",
@@ -2642,6 +2731,12 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:NET",),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="cpu_affinity",
@@ -2974,7 +3069,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="ups",
                 groups=("g5",),
                 convert="int",
-                items=(" *(-?[0-9]+)",),
+                items=(" +(-?[0-9]+)",),
             ),
             FieldPattern(
                 name="ndown",
@@ -2985,7 +3080,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="cn_downs",
                 groups=("g7",),
                 convert="int",
-                items=(" *(-?[0-9]+)",),
+                items=(" +(-?[0-9]+)",),
             ),
             FieldPattern(
                 name="head_rank",
@@ -3397,17 +3492,33 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\]) *\\S(?:.*\\S)?$",
-        fields=(),
+        pattern="^(?P<ok>) *(?P<g1>(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])) *(?P<g2>\\S(?:.*\\S)?)$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="message",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
         leads=(
             "r:(?:\\[Proxy\\ Service\\ UDS\\]|\\[Proxy\\ Progress\\]|\\[Service\\ thread\\]|\\[Proxy\\ Service\\]|\\[Proxy\\ service\\])",
         ),
-        guard=True,
         alternative=11,
+        refusals=(
+            (
+                "g2",
+                "^(?:(?:Error encountered progressing operation=)|(?:Could not receive type from localRank)|(?:Connection closed by localRank)|(?:Too many connections)|(?:Unknown command)|(?:Failed to)|(?:(?:WSAPoll|Accept|create|Poll|set))|(?:(?:Created|Set))|(?:Device)|(?:exit:))",
+            ),
+        ),
     ),
     KindPattern(
         kind="rank_error",
-        pattern="^(?P<ok>) *Failed to determine *(?P<g1>(?:intra\\ node|intra\\ proc|local)) *ranks *rank *(?P<g2>-?[0-9]+) *hostHash *(?P<g3>[0-9a-fA-F]+) *pidHash *(?P<g4>[0-9a-fA-F]+) *(?P<g5>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *Failed to determine *(?P<g1>(?:intra\\ node|intra\\ proc|local)) *ranks *rank *(?P<g2>-?[0-9]+) *hostHash *(?P<g3>[0-9a-fA-F]+) *pidHash *(?P<g4>[0-9a-fA-F]+) +(?P<g5>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="scope",
@@ -4097,6 +4208,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
         ),
         alternative=3,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_internal",
@@ -4115,6 +4232,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:PROFILER",
             "w:RMA",
             "w:TUNER",
+        ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
@@ -4146,6 +4269,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
         ),
         alternative=1,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_env_name",
@@ -4170,6 +4299,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:Plugin",
             "w:RMA",
             "w:TUNER",
+        ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
         ),
     ),
     KindPattern(
@@ -4196,6 +4331,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
         ),
         alternative=1,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_closed",
@@ -4222,6 +4363,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:Unloading",
         ),
         alternative=1,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_loaded",
@@ -4257,6 +4404,12 @@ KINDS: tuple[KindPattern, ...] = (
                 "g2",
                 "g4",
                 "^(\\S(?:.*?\\S)??)(?:\\.?$| \\(v[0-9]+\\)$)",
+            ),
+        ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
         ),
     ),
@@ -4309,6 +4462,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
         ),
         alternative=1,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_load_failed",
@@ -4351,6 +4510,12 @@ KINDS: tuple[KindPattern, ...] = (
                 "g4",
                 "g6",
                 "^(\\S.*?)(?:\\.?$| :? ?when loading )",
+            ),
+        ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
         ),
     ),
@@ -4435,6 +4600,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:RMA",
             "w:TUNER",
         ),
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="plugin_not_found",
@@ -4469,6 +4640,12 @@ KINDS: tuple[KindPattern, ...] = (
             "w:TUNER",
         ),
         alternative=1,
+        refusals=(
+            (
+                "",
+                "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
+            ),
+        ),
     ),
     KindPattern(
         kind="ib_post_failed",
@@ -5357,12 +5534,12 @@ KINDS: tuple[KindPattern, ...] = (
                 ),
                 convert="text",
                 items=(
-                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
-                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
-                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
-                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
-                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
-                    " *([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " +([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " +([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " +([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " +([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " +([0-9A-Za-z_]+=[0-9.e+-]+)",
+                    " +([0-9A-Za-z_]+=[0-9.e+-]+)",
                 ),
             ),
             FieldPattern(
@@ -5975,7 +6152,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="head_ranks",
                 groups=("g2",),
                 convert="int",
-                items=(" *([0-9]+)",),
+                items=(" +([0-9]+)",),
             ),
         ),
         leads=("w:NVLS",),
@@ -6281,7 +6458,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="ranks",
                 groups=("g3",),
                 convert="int",
-                items=(" *([0-9]+)",),
+                items=(" +([0-9]+)",),
             ),
             FieldPattern(
                 name="truncated",
@@ -7948,7 +8125,7 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="p2p_error",
-        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *failed to get CUDA IPC handle to device *(?P<g2>[0-9]+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?[0-9]+) *(?:(?P<g5>\\S(?:.*\\S)?) *)?$",
+        pattern="^(?P<ok>) *rank *(?P<g1>-?[0-9]+) *failed to get CUDA IPC handle to device *(?P<g2>[0-9]+) *\\(= *(?P<g3>[0-9a-fA-F]+(?::[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-9a-fA-F])?) *\\) *: *(?P<g4>-?[0-9]+)(?: +(?P<g5>\\S(?:.*\\S)?))?$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -8110,7 +8287,7 @@ KINDS: tuple[KindPattern, ...] = (
                 name="ranks",
                 groups=("g2",),
                 convert="int",
-                items=(" *([0-9]+)",),
+                items=(" +([0-9]+)",),
             ),
         ),
         leads=("w:Ring",),
@@ -8473,19 +8650,12 @@ KINDS: tuple[KindPattern, ...] = (
         guard=True,
         alternative=4,
     ),
-    KindPattern(
-        kind="net_plugin_message",
-        pattern="^(?P<ok>) *NET\\/[A-Za-z][0-9A-Za-z_-]* *\\S(?:.*\\S)?$",
-        fields=(),
-        leads=("w:NET",),
-        guard=True,
-    ),
 )
 
 FOREIGN: tuple[KindPattern, ...] = (
     KindPattern(
         kind="nccl_tests_row",
-        pattern="^(?P<ok>) *(?:(?P<g1>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:) *)?(?P<g2>[0-9]+)  *(?P<g3>[0-9]+) *(?P<g4>(?:u?int(?:8|32|64)|half|float|double|bfloat16|f8e4m3|f8e5m2|char)) *(?:(?P<g5>(?:mulsum|prod|none|sum|max|min|avg)) *)??(?P<g6>(?: *(?:-?[0-9]+(?:\\.[0-9]+)?(?:e[+-]?[0-9]+)?|N\\/A)){1,16})$",
+        pattern="^(?P<ok>) *(?:(?P<g1>\\[[0-9]+,[0-9]+\\]<std(?:out|err)>:) *)?(?P<g2>[0-9]+)  *(?P<g3>[0-9]+) +(?P<g4>(?:u?int(?:8|32|64)|half|float|double|bfloat16|f8e4m3|f8e5m2|char)) *(?:(?P<g5>(?:mulsum|prod|none|sum|max|min|avg)) *)??(?P<g6>(?: *(?:-?[0-9]+(?:\\.[0-9]+)?(?:e[+-]?[0-9]+)?|N\\/A)){1,16})$",
         fields=(
             FieldPattern(
                 name="row_prefix",
@@ -8554,7 +8724,7 @@ FOREIGN: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="crash_frame",
-        pattern="^(?P<ok>) *[0-9]+  *(?P<g1>0x[0-9a-fA-F]+) *(?P<g2>[^\\s()]+)\\(\\) *(?P<g3>\\S+:[0-9]+)$",
+        pattern="^(?P<ok>) *[0-9]+  *(?P<g1>0x[0-9a-fA-F]+) +(?P<g2>[^\\s()]+)\\(\\) *(?P<g3>\\S+:[0-9]+)$",
         fields=(
             FieldPattern(
                 name="address",
@@ -8700,7 +8870,7 @@ FOREIGN: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="job_killed",
-        pattern="^(?P<ok>) *(?:mpirun|mpiexec|prterun) noticed that process rank *(?P<g1>-?[0-9]+) *with PID *(?P<g2>[0-9]+) *on node *(?P<g3>[0-9A-Za-z_][0-9A-Za-z_.\\-]*) +exited on signal *(?P<g4>[0-9]+) *(?P<g5>\\S(?:.*\\S)?)$",
+        pattern="^(?P<ok>) *(?:mpirun|mpiexec|prterun) noticed that process rank *(?P<g1>-?[0-9]+) *with PID *(?P<g2>[0-9]+) *on node *(?P<g3>[0-9A-Za-z_][0-9A-Za-z_.\\-]*) +exited on signal *(?P<g4>[0-9]+) +(?P<g5>\\S(?:.*\\S)?)$",
         fields=(
             FieldPattern(
                 name="rank",
@@ -9436,13 +9606,24 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="NET_NETNAME ends where the rest of the message matches ` not found\\.$`, which a regex cannot check",
     ),
     LarkOnly(
+        kind="net_plugin_provider_not_found",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
+        kind="net_plugin_version",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
         kind="net_plugin_env_set",
         reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
         alternatives=(0,),
     ),
     LarkOnly(
         kind="net_plugin_message",
-        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
     ),
     LarkOnly(
         kind="gdr_path",
@@ -9498,6 +9679,24 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="NET_MLX_ERR ends where the rest of the message matches `(?: errno [0-9]+)?$`, which a regex cannot check",
     ),
     LarkOnly(
+        kind="ring_order",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(
+            0,
+            1,
+        ),
+    ),
+    LarkOnly(
+        kind="nvls_head",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
+        kind="collnet_channel",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
         kind="tuning_table_row",
         reason="a field is named like a table column (['row']); lookaround inside '(?!Algorithm |Protocol |Max NThreads|Latency\\\\/)[A-Z][A-Za-z]*'",
     ),
@@ -9505,6 +9704,15 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         kind="topo_read_failed",
         reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
         alternatives=(0,),
+    ),
+    LarkOnly(
+        kind="p2p_error",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(
+            0,
+            1,
+            2,
+        ),
     ),
     LarkOnly(
         kind="uds_error",
@@ -9525,11 +9733,20 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="lookaround inside '(?!connect +returned\\\\b)(?!recv +failed\\\\b)[A-Za-z_]\\\\w*(\\\\(\\\\))?'",
     ),
     LarkOnly(
+        kind="rank_error",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(2,),
+    ),
+    LarkOnly(
+        kind="mem_alloc",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
         kind="proxy_error",
         reason="INIT_PROXY_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
         alternatives=(
             6,
-            11,
             13,
         ),
     ),
@@ -9547,6 +9764,11 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="lookaround inside 'Mismatched collective detected, please check your collective calls at and around rank(?= -?\\\\d)|Your program may be hanging, this may be caused by a collective mismatch around rank(?= -?\\\\d)'",
     ),
     LarkOnly(
+        kind="nccl_tests_row",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
         kind="nccl_error",
         reason="lookaround inside '(?!NCCL error in:)\\\\S(.*?\\\\S)?'",
         alternatives=(0,),
@@ -9562,6 +9784,16 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     LarkOnly(
         kind="libfabric_log",
         reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark",
+        alternatives=(0,),
+    ),
+    LarkOnly(
+        kind="job_killed",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
+        alternatives=(2,),
+    ),
+    LarkOnly(
+        kind="crash_frame",
+        reason="a token glued to the one before it, where it may also start with a character that one runs on over, is left to Lark",
         alternatives=(0,),
     ),
 )
