@@ -665,3 +665,14 @@ def test_a_catch_all_is_read_where_no_other_token_stands() -> None:
     assert got[2] is None and lark_message(texts[2]) is None
     # Lark's, left to it: the pattern asks for a blank after a tag
     assert got[3] is None and lark_message(texts[3]) is not None
+
+
+def test_a_first_token_s_lookahead_is_read_on_the_whole_message() -> None:
+    """``Failed to open`` is NET_OPEN_FAILED only before libibverbs, libmlx5 or libgdrapi (a
+    lookahead past what the pattern spells out): the pattern requires it of the message, and
+    ``Failed to open libnvidia-ml.so`` stays a failed library call, as Lark reads it."""
+    texts = ["Failed to open libibverbs.so[.1]", "Failed to open libnvidia-ml.so"]
+    got = pattern_messages(texts)
+    assert got[0] == ("library_open_failed", {"library": "libibverbs.so[.1]"})
+    assert got[1] is not None and got[1][0] == "library_call_failed"
+    assert [lark_message(t) for t in texts] == got

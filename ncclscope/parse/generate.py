@@ -765,6 +765,10 @@ class Emitter:
     refusals: list[tuple[str, str]] = field(default_factory=list)
     #: how many choices (optional parts, repetitions, alternatives) enclose the current node
     choices: int = 0
+    #: how many tokens were emitted before the current one
+    tokens: int = 0
+    #: regexes the whole message must match (``KindPattern.requires``)
+    requires: list[str] = field(default_factory=list)
     #: catch-all terminals of negative priority this alternative may read, each with the
     #: regex its text matches where another token wins there (``_catch_all_refusal``)
     catch_all: dict[str, str] = field(default_factory=dict)
@@ -818,9 +822,10 @@ class Emitter:
                 )
             # read where none of the tokens that may stand there instead matches: a refusal
             refused = self.catch_all[name]
-            tr = dataclasses.replace(
-                tr, refuse=f"(?:{tr.refuse})|(?:{refused})" if tr.refuse else refused
-            )
+            if refused:
+                tr = dataclasses.replace(
+                    tr, refuse=f"(?:{tr.refuse})|(?:{refused})" if tr.refuse else refused
+                )
         leads = regex_leads(tr.regex + ("\x00" if tr.glue else tr.consume))
         if leads is None or any(lead.startswith("c:") for lead in leads):
             # no word to look up: the message is tested with the token itself, anchored
@@ -993,6 +998,14 @@ class Emitter:
             self.literal_chars += _literal_run(term.pattern.to_regexp())
             if _is_free(term):
                 self.free = True
+        # the message's first token: a lookahead the tokens after it only spell out in part
+        # (``open(?= lib(ibverbs|mlx5|gdrapi)\b)``) is read on the whole message
+        first = not self.tokens and not self.choices and not self.loose
+        if first and term is not None and tr.lossy:
+            prefix = _prefix_regex(term.pattern.to_regexp())
+            if prefix is not None:
+                self.requires.append(f"^(?:{prefix})")
+        self.tokens += 1
         kept = name is not None and not name.startswith("_")
         body = rx
         refuse = tr.refuse
@@ -1479,6 +1492,7 @@ def build_kind(
         guard=loose,
         lazy_ends=tuple(em.lazy_ends),
         refusals=tuple(em.refusals),
+        requires=tuple(em.requires),
     )
     _SPECIFICITY[pattern] = (em.free, em.literal_chars)
     _PARTIAL[pattern] = list(em.partial)
@@ -1758,6 +1772,9 @@ def _catch_all_refusal(view: GrammarView, alternative: Any, siblings: list[Any])
     items = alternative.children if isinstance(alternative, Tree) else []
     if isinstance(alternative, Tree) and alternative.data == "alias":
         items = alternative.children[0].children
+    alone = _catch_all_after_literal(view, alternative, siblings)
+    if alone is not None:
+        return {alone: ""}
     if len(items) != 2:
         return {}
     head, tail = items
@@ -1793,6 +1810,44 @@ def _catch_all_refusal(view: GrammarView, alternative: Any, siblings: list[Any])
     if not regexes:
         return {}
     return {catch: "^(?:" + "|".join(f"(?:{r})" for r in regexes) + ")"}
+
+
+def _catch_all_after_literal(
+    view: GrammarView, alternative: Any, siblings: list[Any]
+) -> str | None:
+    """A catch-all of negative priority that no other token can stand in place of: the last of
+    its sequence, right after a literal of it (``"-" net__error``), in an alternative whose
+    first token no other alternative of the start rule starts with (Lark's parser state there
+    holds this alternative alone, and the literal leaves nothing else to read)."""
+    firsts, _ = view.first_keys(alternative)
+    for other in siblings:
+        if other is not alternative and view.first_keys(other)[0] & firsts:
+            return None
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if not isinstance(node, Tree):
+            return
+        if node.data == "expansion":
+            for j, child in enumerate(node.children):
+                name = _only_terminal(view, child)
+                if name is not None and view.terminals[name].priority < 0:
+                    before = node.children[j - 1] if j else None
+                    last = j == len(node.children) - 1
+                    literal = (
+                        isinstance(before, Tree)
+                        and before.data == "value"
+                        and isinstance(before.children[0], Tree)
+                        and before.children[0].data == "literal"
+                    )
+                    found.append(name if (last and literal) else "")
+        for child in node.children:
+            walk(child)
+
+    walk(alternative)
+    if len(found) != 1 or not found[0]:
+        return None
+    return found[0]
 
 
 def _only_terminal(view: GrammarView, node: Any) -> str | None:
@@ -2050,13 +2105,7 @@ def _check_compiles(pattern: str) -> None:
 
 
 #: kinds whose generated pattern the differential test showed to part from Lark, and why
-MANUAL_LARK_ONLY: dict[str, str] = {
-    "library_open_failed": (
-        "NET_OPEN_FAILED reads `Failed to open` only before libibverbs, libmlx5 or libgdrapi "
-        "(a lookahead past the blank), which the pattern cannot check: it would take "
-        "library_call_failed's `Failed to open libnvidia-ml.so`"
-    ),
-}
+MANUAL_LARK_ONLY: dict[str, str] = {}
 
 #: alternatives (kind, number in the rule's order) the differential test showed to part from
 #: Lark, and why; the kind's other alternatives are patterns

@@ -413,6 +413,8 @@ def _kind_exprs(start: Start, index: int) -> tuple[list[pl.Expr], pl.Expr]:
         # the group "": the whole message
         text = pl.col(group) if group else pl.col("msg")
         bads.append(text.str.contains(refused).fill_null(False))
+    for required in kp.requires:
+        bads.append(~pl.col("msg").str.contains(required))
     bad_any = pl.any_horizontal(bads) if bads else pl.lit(False)
     return values, bad_any
 
@@ -429,7 +431,7 @@ def _extract(start: Start, index: int, rows: pl.DataFrame) -> pl.LazyFrame:
     values, bad = _kind_exprs(start, index)
     kp = PATTERNS[start][index]
     # the message itself where a refusal reads it whole
-    whole = [pl.col("msg")] if any(not group for group, _ in kp.refusals) else []
+    whole = [pl.col("msg")] if kp.requires or any(not group for group, _ in kp.refusals) else []
     caps = rows.lazy().select(pl.col("row"), *whole, _captures(start, index)).unnest("m")
     caps = caps.filter(pl.col("ok").is_not_null())
     for f in PATTERNS[start][index].fields:

@@ -78,6 +78,10 @@ class KindPattern:
     #: a first token of higher priority). Such a row is not this pattern's: a later candidate,
     #: or Lark, reads it.
     refusals: tuple[tuple[str, str], ...] = ()
+    #: regexes the whole message must match: a first token whose lookahead reads past what
+    #: the pattern spells out (``Failed to open`` only before ``libibverbs``, ``libmlx5`` or
+    #: ``libgdrapi``). Such a row is not this pattern's: a later candidate, or Lark, reads it.
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

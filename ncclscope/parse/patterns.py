@@ -379,6 +379,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:NET",),
+        requires=("^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",),
     ),
     KindPattern(
         kind="usage_error",
@@ -681,6 +682,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("r:0x[0-9a-fA-F]+:0x[0-9a-fA-F]+(?:, nic )",),
+        requires=("^(?:0x[0-9a-fA-F]+:0x[0-9a-fA-F]+(?:, nic ))",),
     ),
     KindPattern(
         kind="socket_handshake_failed",
@@ -817,6 +819,7 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:no",),
         alternative=1,
+        requires=("^(?:no device found(?: (?:matching|after excluding) ))",),
     ),
     KindPattern(
         kind="no_interface_found",
@@ -836,6 +839,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:Call",),
+        requires=("^(?:Call to connect(?: returned))",),
     ),
     KindPattern(
         kind="socket_connect_retry",
@@ -843,6 +847,27 @@ KINDS: tuple[KindPattern, ...] = (
         fields=(),
         leads=("w:Call",),
         guard=True,
+    ),
+    KindPattern(
+        kind="library_open_failed",
+        pattern="^(?P<ok>) *(?:Failed to|Count not) open  *(?P<g1>lib[0-9A-Za-z_.\\[\\]-]+)(?: +\\- *(?P<g2>\\S(?:.*\\S)?))?$",
+        fields=(
+            FieldPattern(
+                name="library",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
+        leads=(
+            "w:Count",
+            "w:Failed",
+        ),
+        requires=("^(?:(?:Failed to|Count not) open(?: lib(?:ibverbs|mlx5|gdrapi)(?-u:\\b)))",),
     ),
     KindPattern(
         kind="library_open_failed",
@@ -856,14 +881,25 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="dlsym_failed",
-        pattern="^(?P<ok>) *(?:dlvsym|dlsym|ncclOsDlsym) *failed on *[^\\s,]+(?: *, *ignoring| *\\- *\\S(?:.*\\S)?)$",
-        fields=(),
+        pattern="^(?P<ok>) *(?:dlvsym|dlsym|ncclOsDlsym)  *failed on *(?P<g1>[^\\s,]+)(?: *, *ignoring| +\\- *(?P<g2>\\S(?:.*\\S)?))$",
+        fields=(
+            FieldPattern(
+                name="symbol",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="error",
+                groups=("g2",),
+                convert="text",
+            ),
+        ),
         leads=(
             "w:dlsym",
             "w:dlvsym",
             "w:ncclOsDlsym",
         ),
-        guard=True,
+        requires=("^(?:(?:dlvsym|dlsym|ncclOsDlsym)(?: failed on ))",),
     ),
     KindPattern(
         kind="dlsym_failed",
@@ -934,6 +970,9 @@ KINDS: tuple[KindPattern, ...] = (
                 "",
                 "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
+        ),
+        requires=(
+            "^(?:(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB)(?:\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?(?:\\s|\\(|:|$)))",
         ),
     ),
     KindPattern(
@@ -1018,6 +1057,9 @@ KINDS: tuple[KindPattern, ...] = (
                 "",
                 "^(?:NET\\/(?:[^:]+? : GPU Direct RDMA))",
             ),
+        ),
+        requires=(
+            "^(?:(?:GPU|PCI|NVS|CPU|NIC|NET|GIN|RMA|DEV|CXB)(?:\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?(?:\\s|\\(|:|$)))",
         ),
     ),
     KindPattern(
@@ -1399,6 +1441,9 @@ KINDS: tuple[KindPattern, ...] = (
             "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         alternative=1,
+        requires=(
+            "^(?:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer))))",
+        ),
     ),
     KindPattern(
         kind="api_arg_error",
@@ -1429,6 +1474,9 @@ KINDS: tuple[KindPattern, ...] = (
             "r:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer)))",
         ),
         alternative=2,
+        requires=(
+            "^(?:[0-9A-Za-z_]+(?: : (?:invalid (?:root|type|reduction operation) |reduction operation -?[0-9]+ unknown|\\S+ (?:argument is NULL|allocated on device|is not a valid pointer|\\S+ is not a valid pointer))))",
+        ),
     ),
     KindPattern(
         kind="api_arg_error",
@@ -1810,6 +1858,7 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("r:[0-9A-Za-z_]+(?:: communicator was revoked)",),
         alternative=7,
+        requires=("^(?:[0-9A-Za-z_]+(?:: communicator was revoked))",),
     ),
     KindPattern(
         kind="proxy_event",
@@ -1861,6 +1910,7 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("r:ncclProxy[0-9A-Za-z_]+(?: call to )",),
         alternative=14,
+        requires=("^(?:ncclProxy[0-9A-Za-z_]+(?: call to ))",),
     ),
     KindPattern(
         kind="env_setting",
@@ -4022,6 +4072,7 @@ KINDS: tuple[KindPattern, ...] = (
             "w:commReclaim",
             "w:ncclProxyStop",
         ),
+        requires=("^(?:(?:commReclaim|ncclProxyStop|commDestroySync)(?::))",),
     ),
     KindPattern(
         kind="teardown_error",
@@ -4054,6 +4105,7 @@ KINDS: tuple[KindPattern, ...] = (
             "w:ncclProxyStop",
         ),
         alternative=1,
+        requires=("^(?:(?:commReclaim|ncclProxyStop|commDestroySync)(?::))",),
     ),
     KindPattern(
         kind="teardown_error",
@@ -4091,6 +4143,7 @@ KINDS: tuple[KindPattern, ...] = (
             "w:ncclProxyStop",
         ),
         alternative=2,
+        requires=("^(?:(?:commReclaim|ncclProxyStop|commDestroySync)(?::))",),
     ),
     KindPattern(
         kind="comm_teardown",
@@ -8467,6 +8520,7 @@ KINDS: tuple[KindPattern, ...] = (
         ),
         leads=("w:NET",),
         alternative=1,
+        requires=("^(?:NET(?: :))",),
     ),
     KindPattern(
         kind="interface_in_subnet",
@@ -8517,6 +8571,7 @@ KINDS: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("w:NET",),
+        requires=("^(?:NET(?: :))",),
     ),
     KindPattern(
         kind="ras_event",
@@ -8591,10 +8646,35 @@ KINDS: tuple[KindPattern, ...] = (
     ),
     KindPattern(
         kind="proxy_error",
-        pattern="^(?P<ok>) *\\[ *[A-Za-z_][0-9A-Za-z_]* *\\] *Failed to *(?:WSAPoll|Accept|create|Poll|set) *CUDA context on device *-?[0-9]+ *with error *[0-9]+ *(?:, *\\S(?:.*\\S)? *)?(?:\\.)?$",
-        fields=(),
+        pattern="^(?P<ok>) *\\[ *(?P<g1>[A-Za-z_][0-9A-Za-z_]*) *\\] *Failed to *(?P<g2>(?:WSAPoll|Accept|create|Poll|set)) *CUDA context on device *(?P<g3>-?[0-9]+) *with error *(?P<g4>[0-9]+) *(?:, *(?P<g5>\\S(?:.*\\S)?) *)?(?:\\.)?$",
+        fields=(
+            FieldPattern(
+                name="thread_name",
+                groups=("g1",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="call",
+                groups=("g2",),
+                convert="text",
+            ),
+            FieldPattern(
+                name="device",
+                groups=("g3",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="code",
+                groups=("g4",),
+                convert="int",
+            ),
+            FieldPattern(
+                name="message",
+                groups=("g5",),
+                convert="text",
+            ),
+        ),
         leads=("c:[",),
-        guard=True,
         alternative=13,
     ),
     KindPattern(
@@ -8721,6 +8801,7 @@ FOREIGN: tuple[KindPattern, ...] = (
         ),
         leads=("r:\\[[^\\s\\]]+:[0-9]+\\] \\[(?: *[0-9]+\\] \\/)",),
         alternative=2,
+        requires=("^(?:\\[[^\\s\\]]+:[0-9]+\\] \\[(?: *[0-9]+\\] \\/))",),
     ),
     KindPattern(
         kind="crash_frame",
@@ -8743,6 +8824,7 @@ FOREIGN: tuple[KindPattern, ...] = (
             ),
         ),
         leads=("r:[0-9]+(?: +0x[0-9a-f]{16} )",),
+        requires=("^(?:[0-9]+(?: +0x[0-9a-f]{16} ))",),
     ),
     KindPattern(
         kind="crash_frame",
@@ -8766,6 +8848,7 @@ FOREIGN: tuple[KindPattern, ...] = (
         ),
         leads=("r:[0-9]+(?: +\\/\\S*\\()",),
         alternative=1,
+        requires=("^(?:[0-9]+(?: +\\/\\S*\\())",),
     ),
     KindPattern(
         kind="job_killed",
@@ -9564,14 +9647,6 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
         reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
     ),
     LarkOnly(
-        kind="library_open_failed",
-        reason="NET_OPEN_FAILED reads `Failed to open` only before libibverbs, libmlx5 or libgdrapi (a lookahead past the blank), which the pattern cannot check: it would take library_call_failed's `Failed to open libnvidia-ml.so`",
-    ),
-    LarkOnly(
-        kind="dlsym_failed",
-        reason="NET_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
-    ),
-    LarkOnly(
         kind="plugin_load_failed",
         reason="a row whose lazy token Lark's lexer ends elsewhere (where its lookahead first holds) is left to Lark; its catch-all `<TYPE>/Plugin: <error>` takes text Lark's lexer gives to the specific plugin kinds first, and Lark then rejects (a plugin line with a spliced writer's tail)",
         alternatives=(
@@ -9745,10 +9820,7 @@ LARK_ONLY: tuple[LarkOnly, ...] = (
     LarkOnly(
         kind="proxy_error",
         reason="INIT_PROXY_TEXT (priority -1) only wins where no other token does, which a regex cannot say",
-        alternatives=(
-            6,
-            13,
-        ),
+        alternatives=(6,),
     ),
     LarkOnly(
         kind="api_arg_error",
