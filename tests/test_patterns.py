@@ -676,3 +676,21 @@ def test_a_first_token_s_lookahead_is_read_on_the_whole_message() -> None:
     assert got[0] == ("library_open_failed", {"library": "libibverbs.so[.1]"})
     assert got[1] is not None and got[1][0] == "library_call_failed"
     assert [lark_message(t) for t in texts] == got
+
+
+def test_a_refused_phrase_refuses_its_first_word_and_leaves_the_rest_to_lark() -> None:
+    """INIT_CALL steps aside for ``connect returned`` and ``recv failed`` (other kinds' lines):
+    the token, which stops at the blank, is refused where it is ``connect`` or ``recv``, a
+    superset of Lark's refusal, so ``Call to connect failed`` goes to Lark (which reads it)."""
+    got = generate.translate(
+        "(?!connect +returned\\b)(?!recv +failed\\b)[A-Za-z_]\\w*(\\(\\))?(?= )"
+    )
+    assert (got.refuse, got.refuse_loose) == ("^(?:connect$|recv$)", True)
+    texts = [
+        "Call to posix_fallocate failed : No space left on device",
+        "Call to connect failed : Connection refused",
+    ]
+    typed = pattern_messages(texts)
+    assert typed[0] == lark_message(texts[0])
+    assert typed[0] is not None and typed[0][0] == "call_failed"
+    assert typed[1] is None and lark_message(texts[1]) is not None

@@ -135,6 +135,8 @@ class Translated:
     #: a regex that matches the token's own text where the terminal's inner negative
     #: lookahead would have refused it (``_word_refusal``); empty: none
     refuse: str = ""
+    #: the refusal also takes some texts Lark reads (a refused phrase's first word)
+    refuse_loose: bool = False
 
 
 def _syntax(regex: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
@@ -323,9 +325,10 @@ def translate(regex: str, loose: bool = False) -> Translated:
             glue = True
         regex = head
     refuse = ""
+    refuse_loose = False
     refusal = _word_refusal(regex) if "(?!" in regex else None
     if refusal is not None:
-        regex, refuse = refusal
+        regex, refuse, refuse_loose = refusal
     if "(?=" in regex or "(?!" in regex or "(?<" in regex:
         raise Unsupported(f"lookaround inside {regex!r}")
     ahead = ""
@@ -334,18 +337,20 @@ def translate(regex: str, loose: bool = False) -> Translated:
             ahead = _rewrite(_without_lookaround(body))
         except Unsupported:
             ahead = ""
-    return Translated(_rewrite(regex), consume, glue, lossy, ahead, refuse)
+    return Translated(_rewrite(regex), consume, glue, lossy, ahead, refuse, refuse_loose)
 
 
 #: a literal, a negative lookahead of words (each may end in ``\b``), the rest of a terminal
+#: one refused word, or a word, blanks and another word (``connect +returned\b``)
+_REFUSED = r"\w+(?: \+\w+)?(?:\\b)?"
 _REFUSAL = re.compile(
     r"(?P<prefix>(?:\\[^A-Za-z0-9]|[A-Za-z0-9_])*)"
-    r"\(\?!(?P<words>\w+(?:\\b)?(?:\|\w+(?:\\b)?)*)\)"
+    rf"(?P<words>(?:\(\?!{_REFUSED}(?:\|{_REFUSED})*\))+)"
     r"(?P<rest>.+)"
 )
 
 
-def _word_refusal(regex: str) -> tuple[str, str] | None:
+def _word_refusal(regex: str) -> tuple[str, str, bool] | None:
     """A terminal that refuses some words after a literal (``NET\\/(?!IB\\b|Socket\\b)[A-Za-z][\\w-]*``,
     ``(?!failed\\b)[^\\s:]+``) as the terminal without its lookahead and a regex that matches
     the token's own text where the lookahead would have refused it; None for any other shape.
@@ -353,20 +358,36 @@ def _word_refusal(regex: str) -> tuple[str, str] | None:
     The token's text decides the lookahead only where the rest of the terminal reads each word
     whole and then runs on over any word character (a greedy run of a class holding them): the
     word is then inside the token, and a ``\\b`` after it holds in the token's text where it
-    holds in the line's (the token ends at a character its class lacks, never a word one)."""
+    holds in the line's (the token ends at a character its class lacks, never a word one).
+
+    A refused phrase (``(?!recv +failed\\b)``) runs past the token, which ends at its blank:
+    the token is refused where it is the phrase's first word, whatever follows (the third
+    value, True: a row so refused may be one Lark reads, and goes to Lark)."""
     m = _REFUSAL.fullmatch(regex)
     if m is None:
         return None
-    prefix, words, rest = m.group("prefix", "words", "rest")
+    prefix, groups, rest = m.group("prefix", "words", "rest")
     if "(?" in rest or _top_level_alternation(rest) or _LAZY.search(rest):
         return None
-    for word in words.split("|"):
+    pieces: list[str] = []
+    loose = False
+    for refused in re.findall(rf"{_REFUSED}", groups):
+        word, _, after = refused.partition(" +")
+        if after:
+            # the token reads the first word whole and stops at the blank
+            read = re.match(rest, word + " x")
+            if read is None or read.end() != len(word):
+                return None
+            pieces.append(f"{word}$")
+            loose = True
+            continue
         word = word.removesuffix("\\b")
         for text in (word, word + "aZ0_"):
             read = re.match(rest, text)
             if read is None or read.end() != len(text):
                 return None
-    return prefix + rest, f"^{_rewrite(prefix)}(?:{_rewrite(words)})"
+        pieces.append(_rewrite(refused))
+    return prefix + rest, f"^{_rewrite(prefix)}(?:{'|'.join(pieces)})", loose
 
 
 def _grouped(tr: Translated) -> Translated:
@@ -1028,6 +1049,11 @@ class Emitter:
                 if tr.refuse and not self.choices:
                     self.refusals.append((group, tr.refuse))
                     refuse = ""
+                    if tr.refuse_loose:
+                        self.partial.append(
+                            f"{name} refuses a phrase's first word whatever follows it: such "
+                            "a text is left to Lark"
+                        )
         if refuse:
             # No group of its own (a span's token, a token of no field): nothing to check it
             # by. Or one inside a choice: where the token refuses a word, Lark may read the
