@@ -7,9 +7,10 @@ Run at build time, never at parse time::
 
 The grammar (``grammar/``) stays the one description of NCCL's lines and Lark stays the reference.
 This module walks the grammar's EBNF rule trees, as Lark's own ``GrammarBuilder`` loads them, and
-writes for the ``envelope`` start rule and for each record kind of the ``message`` start rule one
-anchored regex in the dialect polars runs (Rust's ``regex`` crate), with a named group per field and
-what turns each capture into the value ``ncclscope/parse/transform.py`` builds from Lark's token.
+writes for the ``envelope`` start rule and for each record kind of the ``message`` and ``foreign``
+start rules one anchored regex in the dialect polars runs (Rust's ``regex`` crate), with a named
+group per field and what turns each capture into the value ``ncclscope/parse/transform.py``
+builds from Lark's token.
 It also writes the line splitter's markers (``MARKERS``: the level word, launcher and collector
 tails, the framework lines' first tokens; Python regexes read from the grammar's terminals), so
 that a run loads Lark only for a line it has to read.
@@ -20,7 +21,9 @@ How the grammar maps to a regex:
   (`` *``); a terminal's capture groups become non-capturing;
 * a token that Lark's lexer would run on into the next one (it ends in a greedy run of a class,
   ``[0-9a-fA-F]+``, and the next token starts with a character of it: a hex value, then
-  ``fabric``) is followed by at least one blank (`` +``): with none, Lark reads no such line;
+  ``fabric``) is followed by at least one blank (`` +``): with none, Lark reads no such line.
+  Where the next token is a regex that may start with such a character or another, the blank
+  is asked for too, and a glued text is left to Lark (``_may_run_on``);
 * an optional part whose first token cannot start with a blank reads the blanks after it
   inside itself, and the token after it reads none: `` *(?:A *)?B`` for `` (?: *A)? *B``, the
   same texts and captures; the regex then never chooses which run of blanks takes a blank, and a
@@ -44,8 +47,14 @@ How the grammar maps to a regex:
   (``NET\\/(?!IB\\b|Socket\\b)[A-Za-z][\\w-]*``) is decided by the token's own text: the pattern
   captures the token and a row whose text the refused words start is not the kind's
   (``KindPattern.refusals``; not inside an optional part or alternatives, where Lark would read
-  the text another way). A kind whose terminals need lookaround elsewhere, a lazy token whose
-  lookahead reads to the end of the message, or a catch-all terminal of negative priority, is
+  the text another way); a refused phrase (``(?!recv +failed\\b)``) refuses its first word
+  whatever follows, and leaves such texts to Lark. The message's first token's lookahead that
+  the tokens after it only spell out in part is required of the whole message
+  (``KindPattern.requires``). A catch-all terminal of negative priority (NET_TEXT) is read
+  where none of the tokens that may stand in its place matches (``_catch_all_refusal``: the
+  tokens that follow the same first symbol in every alternative of the start rule), or as is
+  where none can. A kind whose terminals need lookaround elsewhere, a lazy token whose
+  lookahead reads to the end of the message inside a choice, or another catch-all, is
   Lark-only;
 * a field rule with one token is a scalar group; a tuple field (its record annotation) is a span
   group and an item regex that ``extract_all`` splits it with; a field rule with no token is a
