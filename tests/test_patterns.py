@@ -604,9 +604,28 @@ def test_a_lazy_token_s_refused_rows_go_to_lark_by_its_guard() -> None:
 
 
 def test_translate_refuses_inner_lookaround() -> None:
-    for regex in ("(?!invalid )(?!reduction )\\w+", "a(?=b)\\w+", "(?!ab)[a-z]{1}"):
+    for regex in ("(?!invalid )(?!reduction )\\w+", "a(?=b)\\w+", "[a-z](?!ab)[a-z]"):
         with pytest.raises(generate.Unsupported):
             generate.translate(regex)
+
+
+def test_a_lazy_token_that_never_starts_with_a_text_is_checked_from_the_token_on() -> None:
+    """FGN_MESSAGE, ``(?!NCCL error in:)\\S(.*?\\S)?(?= *(Last error:.*)?$)``: the lazy token's
+    check reads the text from the token on, and its first, leftmost-first branch takes a text
+    that starts so, leaving the token's group empty (the row refused): an aws-ofi-nccl 1.4 line
+    is the patterns', one Lark would not read as it is not."""
+    got = generate.translate("(?!NCCL error in:)\\S(.*?\\S)?(?= *(Last error:.*)?$)")
+    assert got.refuse_start == "NCCL error in:"
+    (ofi,) = [k for k in patterns.FOREIGN if k.kind == "ofi_log" and not k.guard]
+    ((_token, _rest, check),) = ofi.lazy_ends
+    assert check.startswith("^(?:(?:NCCL error in:)|(")
+    texts = [
+        "WARN: Function: find_ofi_provider Line: 543: NET/OFI Couldn't find any optimal provider",
+        "INFO: Function: ofi_init Line: 1076: NET/OFI NCCL error in: x.cc:1, y",
+    ]
+    typed = pattern_messages(texts, "foreign")
+    assert typed[0] is not None and typed[0] == lark_message(texts[0], "foreign")
+    assert typed[1] is None and lark_message(texts[1], "foreign") is None
 
 
 @pytest.mark.parametrize(

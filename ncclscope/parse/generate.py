@@ -146,6 +146,9 @@ class Translated:
     refuse: str = ""
     #: the refusal also takes some texts Lark reads (a refused phrase's first word)
     refuse_loose: bool = False
+    #: a literal text the token never starts with (a leading ``(?!NCCL error in:)``), as a
+    #: regex; only a lazy token's check, which reads the text from the token on, can hold it
+    refuse_start: str = ""
 
 
 def _syntax(regex: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
@@ -335,9 +338,14 @@ def translate(regex: str, loose: bool = False) -> Translated:
         regex = head
     refuse = ""
     refuse_loose = False
+    refuse_start = ""
     refusal = _word_refusal(regex) if "(?!" in regex else None
     if refusal is not None:
         regex, refuse, refuse_loose = refusal
+    leading = _LEADING_REFUSAL.match(regex)
+    if leading is not None and "(?" not in regex[leading.end() :]:
+        refuse_start = _rewrite(leading.group(1))
+        regex = regex[leading.end() :]
     if "(?=" in regex or "(?!" in regex or "(?<" in regex:
         raise Unsupported(f"lookaround inside {regex!r}")
     ahead = ""
@@ -346,7 +354,13 @@ def translate(regex: str, loose: bool = False) -> Translated:
             ahead = _rewrite(_without_lookaround(body))
         except Unsupported:
             ahead = ""
-    return Translated(_rewrite(regex), consume, glue, lossy, ahead, refuse, refuse_loose)
+    return Translated(
+        _rewrite(regex), consume, glue, lossy, ahead, refuse, refuse_loose, refuse_start
+    )
+
+
+#: a leading negative lookahead of literal text (letters, digits, blanks, ``:``, ``,``, escapes)
+_LEADING_REFUSAL = re.compile(r"\(\?!((?:\\[^A-Za-z0-9]|[A-Za-z0-9 :,_])+)\)")
 
 
 #: a literal, a negative lookahead of words (each may end in ``\b``), the rest of a terminal
@@ -840,10 +854,23 @@ class Emitter:
                     "which a regex cannot check"
                 )
                 regexp = term.pattern.to_regexp()
-                if sum(regexp.count(x) for x in ("(?=", "(?!", "(?<")) != 1:
+                lookarounds = sum(regexp.count(x) for x in ("(?=", "(?!", "(?<"))
+                if lookarounds != 1 + bool(full.refuse_start):
                     raise Unsupported(reason)
                 lazy = (f"^({full.regex})(?:{full.ahead})", reason)
+                if full.refuse_start:
+                    # leftmost-first: a text the token never starts with is taken by the
+                    # first branch, and the token's group is then empty (the row refused)
+                    lazy = (
+                        f"^(?:(?:{full.refuse_start})|({full.regex})(?:{full.ahead}))",
+                        reason,
+                    )
         tr = _grouped(translate(term.pattern.to_regexp(), loose=self.loose))
+        if tr.refuse_start and lazy is None and not self.loose:
+            raise Unsupported(
+                f"{name} never starts with `{tr.refuse_start}`, which only a lazy token's "
+                "check reads"
+            )
         if term.priority < 0 and not self.loose:
             if name not in self.catch_all:
                 raise Unsupported(
