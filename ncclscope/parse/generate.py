@@ -293,17 +293,7 @@ def translate(regex: str, loose: bool = False) -> Translated:
     negative = True
     body = ""
     # a trailing lookaround at the top level, the only place one is turned into something else
-    tail = None
-    if regex.endswith(")") and not _top_level_alternation(regex):
-        # the group that closes at the end, if it is a top-level one
-        for start in range(len(regex)):
-            if regex[start] == "(" and (start == 0 or regex[start - 1] != "\\"):
-                try:
-                    if _group_end(regex, start) == len(regex):
-                        tail = start
-                        break
-                except Unsupported:
-                    continue
+    tail = _closing_group(regex)
     if tail is not None and regex.startswith(("(?=", "(?!"), tail) and tail > 0:
         body = regex[tail + 3 : -1]
         negative = regex[tail + 2] == "!"
@@ -411,6 +401,21 @@ def _word_refusal(regex: str) -> tuple[str, str, bool] | None:
                 return None
         pieces.append(_rewrite(refused))
     return prefix + rest, f"^{_rewrite(prefix)}(?:{'|'.join(pieces)})", loose
+
+
+def _closing_group(regex: str) -> int | None:
+    """Where the top-level group that closes a regex opens (``X(?=Y)``: at ``(?=``); None where
+    the regex ends otherwise or has a top-level ``|``."""
+    if not regex.endswith(")") or _top_level_alternation(regex):
+        return None
+    for start in range(len(regex)):
+        if regex[start] == "(" and (start == 0 or regex[start - 1] != "\\"):
+            try:
+                if _group_end(regex, start) == len(regex):
+                    return start
+            except Unsupported:
+                continue
+    return None
 
 
 def _grouped(tr: Translated) -> Translated:
@@ -1716,11 +1721,11 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
             order.append(kind)
             groups[kind] = []
         groups[kind].append(tree if tree is not None else view.rules[rule])
-    #: every alternative of the start rule, to find the tokens that may stand where one
-    #: alternative's catch-all does
+    #: every alternative of the start rule with the lexer keys of the tokens it may start
+    #: with: what may stand where one alternative's catch-all does, and the first tokens
     siblings = [
-        alternative
-        for trees in groups.values()
+        Sibling(kind, alternative, frozenset(view.first_keys(alternative)[0]))
+        for kind, trees in groups.items()
         for tree in trees
         for alternative in (tree.children if tree.data == "expansions" else [tree])
     ]
@@ -1804,7 +1809,7 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
                     () if whole else tuple(sorted({number for number, _ in refused})),
                 )
             )
-    guards, shadows = _first_token_guards(view, groups)
+    guards, shadows = _first_token_guards(view, siblings)
     for i, ((first, rank), pattern) in enumerate(entries):
         # ranked after a first token of raised priority and before its guard, and never
         # starting with it: what that token matches at the start is not this pattern's
@@ -1824,7 +1829,18 @@ def start_patterns(view: GrammarView, start: str) -> tuple[list[KindPattern], li
     return [p for _, p in entries], lark_only
 
 
-def _catch_all_refusal(view: GrammarView, alternative: Any, siblings: list[Any]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Sibling:
+    """An alternative of a start rule, its kind and the lexer keys of its first tokens."""
+
+    kind: str
+    tree: Any
+    firsts: frozenset[tuple[int, int, int, str]]
+
+
+def _catch_all_refusal(
+    view: GrammarView, alternative: Any, siblings: list[Sibling]
+) -> dict[str, str]:
     """For an alternative ``A X`` whose second token X is a catch-all of negative priority
     (``net__plugin net__message``: NET_TEXT), X and the regex its text matches where Lark's
     lexer reads another token there: the second tokens of every alternative that starts with
@@ -1845,10 +1861,10 @@ def _catch_all_refusal(view: GrammarView, alternative: Any, siblings: list[Any])
         return {}
     firsts, _ = view.first_keys(Tree("expansion", [head]))
     competitors: set[tuple[int, int, int, str]] = set()
-    for other in siblings:
+    for sibling in siblings:
+        other = sibling.tree
         seq = other.children[0].children if other.data == "alias" else other.children
-        keys, _ = view.first_keys(other)
-        if not keys & firsts:
+        if not sibling.firsts & firsts:
             continue
         if not seq or seq[0] != head:
             return {}  # it starts with the same token another way: what follows is unknown
@@ -1875,16 +1891,12 @@ def _catch_all_refusal(view: GrammarView, alternative: Any, siblings: list[Any])
 
 
 def _catch_all_after_literal(
-    view: GrammarView, alternative: Any, siblings: list[Any]
+    view: GrammarView, alternative: Any, siblings: list[Sibling]
 ) -> str | None:
     """A catch-all of negative priority that no other token can stand in place of: the last of
     its sequence, right after a literal of it (``"-" net__error``), in an alternative whose
     first token no other alternative of the start rule starts with (Lark's parser state there
     holds this alternative alone, and the literal leaves nothing else to read)."""
-    firsts, _ = view.first_keys(alternative)
-    for other in siblings:
-        if other is not alternative and view.first_keys(other)[0] & firsts:
-            return None
     found: list[str] = []
 
     def walk(node: Any) -> None:
@@ -1908,6 +1920,9 @@ def _catch_all_after_literal(
 
     walk(alternative)
     if len(found) != 1 or not found[0]:
+        return None
+    (mine,) = [s.firsts for s in siblings if s.tree is alternative]
+    if any(s.tree is not alternative and s.firsts & mine for s in siblings):
         return None
     return found[0]
 
@@ -1943,7 +1958,7 @@ def _leads_meet(leads: tuple[str, ...], words: frozenset[str]) -> bool:
 
 
 def _first_token_guards(
-    view: GrammarView, groups: dict[str, list[Tree[Any]]]
+    view: GrammarView, siblings: list[Sibling]
 ) -> tuple[
     list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]], list[Shadow]
 ]:
@@ -1966,13 +1981,10 @@ def _first_token_guards(
     starts: dict[tuple[int, int, int, str], str] = {}
     #: per first token, the rank of the last pattern that may start with it
     last: dict[tuple[int, int, int, str], tuple[int, int, int, str]] = {}
-    for kind, trees in groups.items():
-        for tree in trees:
-            for alternative in tree.children if tree.data == "expansions" else [tree]:
-                keys, _ = view.first_keys(Tree("expansions", [alternative]))
-                for key in keys:
-                    starts.setdefault(key, kind)
-                    last[key] = max(last.get(key, key), max(keys))
+    for sibling in siblings:
+        for key in sibling.firsts:
+            starts.setdefault(key, sibling.kind)
+            last[key] = max(last.get(key, key), max(sibling.firsts))
     guards: list[tuple[tuple[tuple[int, int, int, str], tuple[int, ...]], KindPattern]] = []
     shadows: list[Shadow] = []
     for key, kind in starts.items():
@@ -2004,17 +2016,11 @@ def _prefix_regex(regex: str) -> str | None:
     """A terminal's regex in Rust's dialect as a test of what a text starts with: a trailing
     positive lookahead is what must follow the token; None where any other lookaround (or
     syntax Rust lacks) is in it."""
-    tail = None
-    if regex.endswith(")") and not _top_level_alternation(regex):
-        for start in range(len(regex)):
-            if regex.startswith("(?=", start) and (start == 0 or regex[start - 1] != "\\"):
-                try:
-                    if _group_end(regex, start) == len(regex):
-                        tail = start
-                        break
-                except Unsupported:
-                    continue
-    head, ahead = (regex[:tail], regex[tail + 3 : -1]) if tail else (regex, "")
+    tail = _closing_group(regex)
+    if tail and regex.startswith("(?=", tail):
+        head, ahead = regex[:tail], regex[tail + 3 : -1]
+    else:
+        head, ahead = regex, ""
     if any(x in head + ahead for x in ("(?=", "(?!", "(?<")):
         return None
     try:
