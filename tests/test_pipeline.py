@@ -754,3 +754,71 @@ def test_the_run_memo_holds_at_most_its_bound(monkeypatch: pytest.MonkeyPatch) -
         assert sorted(got) == sorted(want) == ["coll_call"]
         assert got["coll_call"].equals(want["coll_call"])
         assert memo.index.height == 5
+
+
+def test_read_ahead_hands_on_every_item_in_order_and_raises_the_makers_error() -> None:
+    """The items a thread makes one ahead come as the iterator gives them; an error in making
+    them is raised in the caller, after the items made before it."""
+
+    def numbers() -> Any:
+        yield from range(5)
+        raise ValueError("the fifth batch is broken")
+
+    got: list[int] = []
+    with pytest.raises(ValueError, match="fifth batch"):
+        for n in pipeline.read_ahead(numbers()):
+            got.append(n)
+    assert got == [0, 1, 2, 3, 4]
+    assert list(pipeline.read_ahead(iter(range(1000)))) == list(range(1000))
+
+
+def test_read_ahead_stops_its_thread_when_the_caller_stops() -> None:
+    """A caller that stops early (an error in building the model, a break) leaves no thread
+    reading its input: the maker stops after the item it is making, and the items' generator
+    is closed, so the input it reads is closed too."""
+    import threading
+
+    made: list[int] = []
+    closed = threading.Event()
+
+    def batches() -> Any:
+        try:
+            for n in range(1_000_000):
+                made.append(n)
+                yield n
+        finally:
+            closed.set()
+
+    ahead = pipeline.read_ahead(batches())
+    assert next(ahead) == 0
+    ahead.close()
+    assert closed.is_set()
+    assert len(made) <= 4
+    assert not [t for t in threading.enumerate() if t.name == "ncclscope-read-ahead"]
+
+
+def test_steps_run_on_the_callers_thread_after_the_segments_before_them() -> None:
+    """The exporter writes an input's source row in a step, from what its batches noted when
+    the caller took them: a step runs on the caller's thread, once every segment before it has
+    been handed on, whatever the thread reading ahead has reached."""
+    import threading
+
+    log = next((Path(__file__).resolve().parent.parent / "fixtures/real").glob("229-*.log"))
+    data = log.read_bytes()
+    taken: list[str] = []
+    seen: list[tuple[int, bool]] = []
+
+    def step() -> None:
+        seen.append((len(taken), threading.current_thread() is threading.main_thread()))
+
+    items: list[pipeline.Segment | pipeline.Step] = []
+    for name in ("a.log", "b.log", "c.log"):
+        st = SourceStats(name)
+        items += [
+            pipeline.Segment(name, st, b) for b in iter_batches(io.BytesIO(data), name, st.damaged)
+        ]
+        items.append(pipeline.Step(step))
+    for seg, _batch in pipeline.parse_segments(items, LineParser()):
+        taken.append(seg.source)
+    assert taken == ["a.log", "b.log", "c.log"]
+    assert seen == [(1, True), (2, True), (3, True)]

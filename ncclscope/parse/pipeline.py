@@ -24,13 +24,16 @@ Every command (``parse``, ``diagnose``, ``topo``, ``export``) reads its inputs t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import functools
+import queue
+import threading
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, TypeVar, cast
 
 import polars as pl
 
@@ -80,6 +83,7 @@ _BANNER_ANYWHERE: Final = r"(?:^.?|[^,].|,[^ ])NCCL version [0-9]"
 _CUT_LEVEL_END: Final = r"NCCL [A-Z]* *$"
 
 Batch = tuple[list[Record], list[KindFrame]]
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -159,7 +163,27 @@ def parse_segments(
 
     ``contain``: a parser error costs the segment it is met in, not the run: its input's
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
-    going with the job's other inputs)."""
+    going with the job's other inputs).
+
+    The inputs are read and typed a batch ahead, on a thread of their own (``read_ahead``),
+    while the caller takes the batch before: the steps run on the caller's thread, in their
+    place."""
+    for item in read_ahead(_typed(segments, parser, kinds, collapse, contain, row_frames)):
+        if isinstance(item, Step):
+            item.run()
+        else:
+            yield item
+
+
+def _typed(
+    segments: Iterable[Segment | Step],
+    parser: LineParser,
+    kinds: frozenset[str] | None,
+    collapse: bool,
+    contain: bool,
+    row_frames: bool,
+) -> Iterator[tuple[Segment, Batch] | Step]:
+    """``parse_segments``' segments typed, and its steps, in the order given."""
     pack: list[Segment | Step] = []
     size = chars = 0
     memo = match.MessageMemo()
@@ -178,6 +202,52 @@ def parse_segments(
         yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames)
 
 
+def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
+    """The items, made one ahead on a thread of their own.
+
+    Reading and typing a batch is mostly polars work, which runs without the interpreter's
+    lock, and what the caller does with the batch before (building the job model, writing its
+    rows) is mostly Python: on two cores the two overlap. One item waits at most, so what is
+    held is the batch being made, the one waiting and the caller's.
+
+    An error in making them is raised here, in the caller, and the caller stopping early (an
+    error, a break) stops the thread after the item it is making, the items' generator closed
+    on its own thread."""
+    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def make() -> None:
+        try:
+            for item in items:
+                handoff.put((True, item))
+                if stop.is_set():
+                    return
+            handoff.put((False, None))
+        except BaseException as exc:  # the caller raises it
+            handoff.put((False, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    maker = threading.Thread(target=make, name="ncclscope-read-ahead", daemon=True)
+    maker.start()
+    try:
+        while True:
+            more, value = handoff.get()
+            if not more:
+                if value is not None:
+                    raise value
+                return
+            yield value
+    finally:
+        stop.set()
+        # the maker may wait to hand over an item: take it, so that it sees it must stop
+        with contextlib.suppress(queue.Empty):
+            handoff.get_nowait()
+        maker.join()
+
+
 def _holds(pack: list[Segment | Step], source: str) -> bool:
     return any(isinstance(s, Segment) and s.source == source for s in pack)
 
@@ -190,7 +260,7 @@ def _parse_pack(
     contain: bool,
     memo: match.MessageMemo,
     row_frames: bool = False,
-) -> Iterator[tuple[Segment, Batch]]:
+) -> Iterator[tuple[Segment, Batch] | Step]:
     segments = [s for s in pack if isinstance(s, Segment)]
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
@@ -204,7 +274,7 @@ def _parse_pack(
                 _restore(seg.stats, before)
             for item in pack:
                 if isinstance(item, Step):
-                    item.run()
+                    yield item
                 else:
                     yield from _parse_pack(
                         [item], parser, kinds, collapse, contain, memo, row_frames
@@ -214,7 +284,7 @@ def _parse_pack(
         batches = iter([([], [])])
     for item in pack:
         if isinstance(item, Step):
-            item.run()
+            yield item
             continue
         records, frames = next(batches)
         more = _last_error_lines(item.lines, records, item.stats)
