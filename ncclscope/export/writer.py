@@ -56,8 +56,12 @@ if TYPE_CHECKING:
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 16_384
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
-#: columns whose values are (nearly) all distinct
+#: texts whose values are (nearly) all distinct: neither a dictionary nor min/max statistics
 _UNIQUE_TEXT = frozenset({"text", "fields"})
+#: line numbers are distinct within a file too, so a dictionary of them only costs time and
+#: size (100 MB of the COLL-heavy log: collectives 1.92 -> 1.07 MB, records 21.3 -> 20.4 MB);
+#: their min/max statistics stay, which a reader prunes row groups by
+_NO_DICTIONARY = _UNIQUE_TEXT | {"line"}
 Row = dict[str, Any]
 
 
@@ -184,7 +188,7 @@ class TableWriter:
             compression_level=1,
             # Every line's text is unique: a dictionary, or min/max statistics that no filter
             # can use, would only cost memory and time.
-            use_dictionary=[c for c in self._schema.names if c not in _UNIQUE_TEXT],
+            use_dictionary=[c for c in self._schema.names if c not in _NO_DICTIONARY],
             write_statistics=[c for c in self._schema.names if c not in _UNIQUE_TEXT],
         )
 
