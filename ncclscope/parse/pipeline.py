@@ -28,10 +28,9 @@ import contextlib
 import copy
 import dataclasses
 import functools
-import queue
-import threading
 import typing
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 
@@ -207,47 +206,28 @@ def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
 
     Reading and typing a batch is mostly polars work, which runs without the interpreter's
     lock, and what the caller does with the batch before (building the job model, writing its
-    rows) is mostly Python: on two cores the two overlap. One item waits at most, so what is
-    held is the batch being made, the one waiting and the caller's. The benchmark measured
-    export of 100 MB of the COLL-heavy log at 3.27 -> 2.57 s (+42 MiB peak at 1 GB), its
-    diagnose 2.31 -> 1.98 s, diagnose of the init-heavy log 9.56 -> 8.64 s (docs/performance.md).
+    rows) is mostly Python: on two cores the two overlap. One item is made ahead, so what is
+    held is the batch being made and the caller's. The benchmark measured export of 100 MB of
+    the COLL-heavy log at 3.27 -> 2.57 s (+42 MiB peak at 1 GB), its diagnose 2.31 -> 1.98 s,
+    diagnose of the init-heavy log 9.56 -> 8.64 s (docs/performance.md).
 
     An error in making them is raised here, in the caller, and the caller stopping early (an
-    error, a break) stops the thread after the item it is making, the items' generator closed
-    on its own thread."""
-    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
-    stop = threading.Event()
-
-    def make() -> None:
+    error, a break) stops the thread after the item it is making, and closes the items'
+    generator."""
+    end = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="ncclscope-read-ahead") as maker:
+        ahead = maker.submit(next, items, end)
         try:
-            for item in items:
-                handoff.put((True, item))
-                if stop.is_set():
-                    return
-            handoff.put((False, None))
-        except BaseException as exc:  # the caller raises it
-            handoff.put((False, exc))
+            while (item := ahead.result()) is not end:
+                ahead = maker.submit(next, items, end)
+                yield cast(_T, item)
         finally:
+            # the item being made is finished before its generator is closed
+            with contextlib.suppress(Exception):
+                ahead.result()
             close = getattr(items, "close", None)
             if close is not None:
                 close()
-
-    maker = threading.Thread(target=make, name="ncclscope-read-ahead", daemon=True)
-    maker.start()
-    try:
-        while True:
-            more, value = handoff.get()
-            if not more:
-                if value is not None:
-                    raise value
-                return
-            yield value
-    finally:
-        stop.set()
-        # the maker may wait to hand over an item: take it, so that it sees it must stop
-        with contextlib.suppress(queue.Empty):
-            handoff.get_nowait()
-        maker.join()
 
 
 def _holds(pack: list[Segment | Step], source: str) -> bool:
