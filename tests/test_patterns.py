@@ -713,3 +713,28 @@ def test_a_refused_phrase_refuses_its_first_word_and_leaves_the_rest_to_lark() -
     assert typed[0] == lark_message(texts[0])
     assert typed[0] is not None and typed[0][0] == "call_failed"
     assert typed[1] is None and lark_message(texts[1]) is not None
+
+
+@pytest.mark.parametrize(
+    ("item", "whole"),
+    [
+        (r"((?:\/[A-Za-z][0-9A-Za-z_]*|\([A-Za-z]+\)))", True),
+        (r"([0-9]+)", True),
+        (r"([)(])", True),  # parentheses inside a class open no group
+        (r"([]x])", True),
+        (r"(\))", True),
+        (r"(a)(b)", False),
+        (r"x(a)", False),
+        (r"(?:a)", False),
+        (r"((a)b)", False),  # a second capture group
+        (r"(a) *", False),
+    ],
+)
+def test_whole_capture(item: str, whole: bool) -> None:
+    """An item read by extract_all alone must be its own capture: each match is the element."""
+    assert match._whole_capture(item) is whole
+    if whole:
+        text = pl.Series(["/read/CE (PCI) 12 ) ]"])
+        alone = text.str.extract_all(item)
+        captured = alone.list.eval(pl.element().str.extract(item, 1))
+        assert alone.to_list() == captured.to_list()
