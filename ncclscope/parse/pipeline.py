@@ -342,7 +342,7 @@ def _text_at(batch: Lines, number: int) -> str | None:
     """The text of line ``number`` if the batch holds it."""
     if isinstance(batch, TextBatch):
         i = number - batch.first
-        return batch.texts[i] if 0 <= i < len(batch.texts) else None
+        return batch.text(i) if 0 <= i < len(batch.texts) else None
     return next((ln.text for ln in batch if ln.number == number), None)
 
 
@@ -703,33 +703,38 @@ def _length(lines: Lines) -> int:
 
 
 def _chars(lines: Lines) -> int:
-    texts = lines.texts if isinstance(lines, TextBatch) else (ln.text for ln in lines)
-    return sum(map(len, texts))
+    if isinstance(lines, TextBatch):
+        return lines.chars()
+    return sum(len(ln.text) for ln in lines)
 
 
 def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
     """The lines of the pack's segments ``live`` as one frame: ``i`` the row, ``src`` the
-    segment, ``j`` the line's place in its segment's batch. Only the texts pass through Python
-    lists; the numbers are made by polars from each segment's first line and length."""
-    texts: list[str] = []
+    segment, ``j`` the line's place in its segment's batch. A text batch's texts are a column
+    already; the numbers are made by polars from each segment's first line and length."""
+    texts: list[pl.Series] = []
+    held = 0
     numbered: list[int | None] = []  # the numbers of runs of numbered lines, None elsewhere
     firsts: list[int | None] = []
     lengths: list[int] = []
     for k in live:
         lines = pack[k].lines
         if isinstance(lines, TextBatch):
-            texts += lines.texts
+            texts.append(lines.texts)
             firsts.append(lines.first)
             if numbered:
                 numbered += [None] * len(lines.texts)
         else:
             if not numbered:
-                numbered = [None] * len(texts)
+                numbered = [None] * held
             numbered += (ln.number for ln in lines)
             # a cut line is never the patterns': NUL keeps it out (not printable ASCII)
-            texts += (ln.text if not ln.cut else "\x00" for ln in lines)
+            texts.append(
+                pl.Series([ln.text if not ln.cut else "\x00" for ln in lines], dtype=pl.String)
+            )
             firsts.append(None)
         lengths.append(_length(lines))
+        held += lengths[-1]
     starts = [0]
     for n in lengths[:-1]:
         starts.append(starts[-1] + n)
@@ -738,7 +743,8 @@ def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
         schema={"src": pl.Int64, "first": pl.Int64, "start": pl.Int64, "n": pl.Int64},
     ).filter(pl.col("n") > 0)  # an empty list explodes to a null row
     rows = segments.select(pl.col("src", "first", "start").repeat_by("n").explode())
-    columns: dict[str, Any] = {"i": range(len(texts)), "text": texts}
+    text = texts[0] if len(texts) == 1 else pl.concat(texts)
+    columns: dict[str, Any] = {"i": range(held), "text": text.alias("text")}
     schema: dict[str, Any] = {"i": pl.Int64, "text": pl.String}
     if numbered:
         columns["numbered"], schema["numbered"] = numbered, pl.Int64
@@ -897,11 +903,14 @@ def _line_path(
 ) -> list[Record]:
     """The records the line path (Lark, memoised) gives for these rows of the batch."""
     out: list[Record] = []
+    if isinstance(batch, TextBatch):
+        at = list(rows)
+        texts = batch.texts.gather(at).to_list() if at else []
+        for i, raw in zip(at, texts, strict=True):
+            out.extend(parser.parse_line(source, batch.first + i, raw, stats, 0))
+        return out
     for i in rows:
-        if isinstance(batch, TextBatch):
-            number, raw, cut = batch.first + i, batch.texts[i], 0
-        else:
-            number, raw, cut = batch[i]
+        number, raw, cut = batch[i]
         out.extend(parser.parse_line(source, number, raw, stats, cut))
     return out
 
