@@ -459,8 +459,8 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "alternating)",
     ),
     (
-        "ncclscope/parse/match.py",
-        ("_whole_capture",),
+        "ncclscope/parse/generate.py",
+        ("whole_capture",),
         "a tuple field's item whose capture is its whole regex is read by `extract_all` alone, "
         "not by an extraction per element and a pass dropping nulls (list expressions were most "
         "of a connection line's typing, its flags): the connection pattern's query on 200k "

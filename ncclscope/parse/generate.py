@@ -185,6 +185,16 @@ def _group_end(regex: str, start: int) -> int:
     raise Unsupported(f"unbalanced group in {regex!r}")
 
 
+def whole_capture(item: str) -> bool:
+    """Whether an item regex is one capture group around all of it (``(A|B)``): each match is
+    then its capture, and the matcher reads the elements with ``extract_all`` alone rather than
+    extracting each again (match._items)."""
+    if not item.startswith("(") or item.startswith("(?"):
+        return False
+    captures = [i for i, c, _ in _syntax(item) if c == "(" and not item.startswith("?", i + 1)]
+    return len(captures) == 1 and _group_end(item, 0) == len(item)
+
+
 def _top_level_alternation(regex: str) -> bool:
     return any(c == "|" and depth == 0 for _i, c, depth in _syntax(regex))
 
@@ -1431,7 +1441,8 @@ def _field_patterns(em: Emitter) -> tuple[FieldPattern, ...]:
         if is_tuple:
             # a lone token's group is one element as it stands ("")
             items = tuple(_greedy(o.item) if o.span else "" for o in occs)
-            out.append(FieldPattern(fname, tuple(o.group for o in occs), conv, items))
+            whole = tuple(whole_capture(item) for item in items)
+            out.append(FieldPattern(fname, tuple(o.group for o in occs), conv, items, whole=whole))
         else:
             if any(o.span for o in occs):
                 raise Unsupported(f"field {fname} is one value in the record but repeats here")

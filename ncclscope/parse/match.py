@@ -285,7 +285,10 @@ def _field_exprs(
         # typed on its own rows, one per element (``_part_frame``), and joined in by _extract
         return col(f.name).alias(f.name), col(_bad_of(f)).fill_null(False)
     if f.items:
-        parts = [_items(col(g), item) for g, item in zip(f.groups, f.items, strict=True)]
+        parts = [
+            _items(col(g), item, whole)
+            for g, item, whole in zip(f.groups, f.items, f.whole, strict=True)
+        ]
         # a null span (its group did not capture) holds no element
         empty = pl.lit([], dtype=pl.List(pl.String))
         raw = parts[0] if len(parts) == 1 else pl.concat_list([p.fill_null(empty) for p in parts])
@@ -313,57 +316,21 @@ def _field_exprs(
     return value.alias(f.name), bad
 
 
-def _items(span: pl.Expr, item: str) -> pl.Expr:
+def _items(span: pl.Expr, item: str, whole: bool) -> pl.Expr:
     """The elements of a tuple field's span: each match of ``item``'s capture (``""``: the span
     is one element), no null among them.
 
     List expressions were most of the cost of typing a connection line (its ``flags``): an
-    item whose capture is its whole regex (``_whole_capture``) is read by ``extract_all``
-    alone, which gives no null element, not by a second extraction per element and a pass that
-    drops nulls; text elements skip the conversion pass too (``_field_exprs``). The connection
-    pattern's query on 200k messages of the 4,096-GPU bigjob log: 380 -> 120 ms."""
+    item whose capture is its whole regex (``whole``, worked out by the generator:
+    generate.whole_capture) is read by ``extract_all`` alone, which gives no null element, not
+    by a second extraction per element and a pass that drops nulls; text elements skip the
+    conversion pass too (``_field_exprs``). The connection pattern's query on 200k messages of
+    the 4,096-GPU bigjob log: 380 -> 120 ms."""
     if not item:
         return pl.concat_list(span).list.drop_nulls()
-    if _whole_capture(item):
+    if whole:
         return span.str.extract_all(item)
     return span.str.extract_all(item).list.eval(pl.element().str.extract(item, 1)).list.drop_nulls()
-
-
-@functools.cache
-def _whole_capture(item: str) -> bool:
-    """Whether a regex is one capture group around all of it (``(A|B)``), so that each match is
-    its capture: the group opened by the first character closes at the last, and no other
-    capture group is opened."""
-    if not item.startswith("(") or item.startswith("(?"):
-        return False
-    depth = 0
-    captures = 0
-    in_class = False
-    i = 0
-    while i < len(item):
-        c = item[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            # a ``]`` first in a class (after an optional ``^``) is a literal
-            if item[i + 1 : i + 2] == "^":
-                i += 1
-            if item[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-            if not item.startswith("?", i + 1):
-                captures += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0 and i != len(item) - 1:
-                return False
-        i += 1
-    return depth == 0 and captures == 1
 
 
 def _dtype(f: FieldPattern) -> pl.DataType:

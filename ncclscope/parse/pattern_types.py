@@ -37,6 +37,9 @@ class FieldPattern:
     #: a tuple field: per group, a regex with one capture group; each match in the group's
     #: span is one element (its capture)
     items: tuple[str, ...] = ()
+    #: per item, whether it is one capture group around all of it: each match is then the
+    #: element as it stands (``extract_all`` alone reads them)
+    whole: tuple[bool, ...] = ()
     #: where the field's tokens convert differently (``INT | TOPO_UPPER``): each group's own
     #: conversion, after which the column is cast to ``convert`` (the record annotation's type)
     mixed: tuple[Convert, ...] = ()

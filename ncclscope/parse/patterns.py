@@ -946,6 +946,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="text",
                 items=("([^\\/()\\s]+)",),
+                whole=(True,),
             ),
             FieldPattern(
                 name="mlopart",
@@ -1150,6 +1151,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="int",
                 items=("",),
+                whole=(False,),
             ),
         ),
         leads=(
@@ -1181,6 +1183,10 @@ KINDS: tuple[KindPattern, ...] = (
                 items=(
                     "",
                     "",
+                ),
+                whole=(
+                    False,
+                    False,
                 ),
             ),
         ),
@@ -1993,6 +1999,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g2",),
                 convert="text",
                 items=(" *([A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",),
+                whole=(False,),
             ),
         ),
         leads=("r:[0-9]+",),
@@ -2499,6 +2506,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="text",
                 items=(" *([0-9A-Za-z_]+=\\S*)",),
+                whole=(False,),
             ),
         ),
         leads=("w:ncclTopoPopulateNics",),
@@ -2748,6 +2756,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 groups=("g2",),
                                 convert="int",
                                 items=("(-?[0-9]+)",),
+                                whole=(True,),
                             ),
                             FieldPattern(
                                 name="me",
@@ -3120,6 +3129,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g5",),
                 convert="int",
                 items=(" +(-?[0-9]+)",),
+                whole=(False,),
             ),
             FieldPattern(
                 name="ndown",
@@ -3131,6 +3141,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g7",),
                 convert="int",
                 items=(" +(-?[0-9]+)",),
+                whole=(False,),
             ),
             FieldPattern(
                 name="head_rank",
@@ -3881,6 +3892,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g1",),
                 convert="int",
                 items=("([0-9]+)",),
+                whole=(True,),
             ),
         ),
         leads=("w:Threads",),
@@ -3942,18 +3954,21 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g1",),
                 convert="int",
                 items=("([0-9]+)",),
+                whole=(True,),
             ),
             FieldPattern(
                 name="ring",
                 groups=("g2",),
                 convert="int",
                 items=("([0-9]+)",),
+                whole=(True,),
             ),
             FieldPattern(
                 name="collnet",
                 groups=("g3",),
                 convert="int",
                 items=("([0-9]+)",),
+                whole=(True,),
             ),
             FieldPattern(
                 name="collnet_direct",
@@ -4635,6 +4650,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="text",
                 items=("",),
+                whole=(False,),
             ),
             FieldPattern(
                 name="fallback",
@@ -4674,6 +4690,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g2",),
                 convert="text",
                 items=(" *([^\\s()',.](?:[^\\s()',]*[^\\s()',.])?)",),
+                whole=(False,),
             ),
             FieldPattern(
                 name="fallback",
@@ -5594,6 +5611,14 @@ KINDS: tuple[KindPattern, ...] = (
                     " +([0-9A-Za-z_]+=[0-9.e+-]+)",
                     " +([0-9A-Za-z_]+=[0-9.e+-]+)",
                 ),
+                whole=(
+                    False,
+                    False,
+                    False,
+                    False,
+                    False,
+                    False,
+                ),
             ),
             FieldPattern(
                 name="mem_type",
@@ -5948,6 +5973,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 groups=("g1",),
                                 convert="int",
                                 items=("(-?[0-9]+)",),
+                                whole=(True,),
                             ),
                             FieldPattern(
                                 name="me",
@@ -6206,6 +6232,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g2",),
                 convert="int",
                 items=(" +([0-9]+)",),
+                whole=(False,),
             ),
         ),
         leads=("w:NVLS",),
@@ -6470,6 +6497,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g4",),
                 convert="text",
                 items=(" *(\\S+)",),
+                whole=(False,),
             ),
         ),
         leads=("w:CUDA",),
@@ -6488,6 +6516,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g2",),
                 convert="text",
                 items=(" *(\\S+)",),
+                whole=(False,),
             ),
         ),
         leads=("w:CUDA",),
@@ -6512,6 +6541,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g3",),
                 convert="int",
                 items=(" +([0-9]+)",),
+                whole=(False,),
             ),
             FieldPattern(
                 name="truncated",
@@ -6592,6 +6622,11 @@ KINDS: tuple[KindPattern, ...] = (
                     "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
                     "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
                     "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
+                ),
+                whole=(
+                    True,
+                    True,
+                    True,
                 ),
             ),
             FieldPattern(
@@ -7362,6 +7397,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 groups=("g7",),
                                 convert="text",
                                 items=(" */ *([A-Za-z][0-9A-Za-z_-]*)",),
+                                whole=(False,),
                             ),
                         ),
                         leads=(),
@@ -7826,6 +7862,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g2",),
                 convert="text",
                 items=("",),
+                whole=(False,),
             ),
             FieldPattern(
                 name="fallback",
@@ -7888,6 +7925,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 groups=("g4",),
                                 convert="int",
                                 items=("(-?[0-9]+)",),
+                                whole=(True,),
                             ),
                         ),
                         leads=(),
@@ -7906,6 +7944,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 groups=("g2",),
                                 convert="int",
                                 items=("(-?[0-9]+)",),
+                                whole=(True,),
                             ),
                             FieldPattern(
                                 name="me",
@@ -7932,6 +7971,7 @@ KINDS: tuple[KindPattern, ...] = (
                                 groups=("g7",),
                                 convert="int",
                                 items=("(-?[0-9]+)",),
+                                whole=(True,),
                             ),
                         ),
                         leads=(),
@@ -8061,6 +8101,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g8",),
                 convert="text",
                 items=("((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",),
+                whole=(True,),
             ),
         ),
         leads=(
@@ -8375,6 +8416,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g4",),
                 convert="int",
                 items=("(-?[0-9]+)",),
+                whole=(True,),
             ),
         ),
         leads=("w:Tree",),
@@ -8483,6 +8525,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g2",),
                 convert="int",
                 items=(" +([0-9]+)",),
+                whole=(False,),
             ),
         ),
         leads=("w:Ring",),
@@ -8552,6 +8595,11 @@ KINDS: tuple[KindPattern, ...] = (
                     "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
                     "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
                     "((?:\\/[A-Za-z][0-9A-Za-z_]*|\\([A-Za-z]+\\)))",
+                ),
+                whole=(
+                    True,
+                    True,
+                    True,
                 ),
             ),
             FieldPattern(
@@ -8767,6 +8815,7 @@ KINDS: tuple[KindPattern, ...] = (
                 items=(
                     "(--[A-Z0-9]+(?:\\([0-9.eE+-]+\\))?->[A-Z]+\\/[0-9a-fA-F]+(?:-[0-9a-fA-F]+)?)",
                 ),
+                whole=(True,),
             ),
             FieldPattern(
                 name="bw",
@@ -8855,6 +8904,7 @@ KINDS: tuple[KindPattern, ...] = (
                 groups=("g6",),
                 convert="text",
                 items=("([^\\/()\\s]+)",),
+                whole=(True,),
             ),
             FieldPattern(
                 name="mlopart",
@@ -8909,6 +8959,7 @@ FOREIGN: tuple[KindPattern, ...] = (
                 groups=("g6",),
                 convert="text",
                 items=("((?:-?[0-9]+(?:\\.[0-9]+)?(?:e[+-]?[0-9]+)?|N\\/A))",),
+                whole=(True,),
             ),
         ),
         leads=(
