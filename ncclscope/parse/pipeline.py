@@ -713,7 +713,7 @@ def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
     segment, ``j`` the line's place in its segment's batch. A text batch's texts are a column
     already; the numbers are made by polars from each segment's first line and length."""
     texts: list[pl.Series] = []
-    held = 0
+    count = 0  # the lines so far
     numbered: list[int | None] = []  # the numbers of runs of numbered lines, None elsewhere
     firsts: list[int | None] = []
     lengths: list[int] = []
@@ -726,7 +726,7 @@ def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
                 numbered += [None] * len(lines.texts)
         else:
             if not numbered:
-                numbered = [None] * held
+                numbered = [None] * count
             numbered += (ln.number for ln in lines)
             # a cut line is never the patterns': NUL keeps it out (not printable ASCII)
             texts.append(
@@ -734,7 +734,7 @@ def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
             )
             firsts.append(None)
         lengths.append(_length(lines))
-        held += lengths[-1]
+        count += lengths[-1]
     starts = [0]
     for n in lengths[:-1]:
         starts.append(starts[-1] + n)
@@ -744,7 +744,7 @@ def _lines_frame(pack: list[Segment], live: list[int]) -> pl.DataFrame:
     ).filter(pl.col("n") > 0)  # an empty list explodes to a null row
     rows = segments.select(pl.col("src", "first", "start").repeat_by("n").explode())
     text = texts[0] if len(texts) == 1 else pl.concat(texts)
-    columns: dict[str, Any] = {"i": range(held), "text": text.alias("text")}
+    columns: dict[str, Any] = {"i": range(count), "text": text.alias("text")}
     schema: dict[str, Any] = {"i": pl.Int64, "text": pl.String}
     if numbered:
         columns["numbered"], schema["numbered"] = numbered, pl.Int64
