@@ -738,3 +738,13 @@ def test_whole_capture(item: str, whole: bool) -> None:
         alone = text.str.extract_all(item)
         captured = alone.list.eval(pl.element().str.extract(item, 1))
         assert alone.to_list() == captured.to_list()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=3), min_size=1, max_size=50))
+def test_lead_keys_class_is_the_generator_s(messages: list[str]) -> None:
+    """The dispatch key a message is looked up by is the class the generator files its
+    pattern under (``generate.char_class`` of the first character; empty for no character)."""
+    _word, cls = match.lead_keys(pl.col("m"))
+    got = pl.DataFrame({"m": messages}, schema={"m": pl.String}).select(cls).to_series()
+    assert got.to_list() == [generate.char_class(m[0]) if m else "" for m in messages]

@@ -185,13 +185,15 @@ def lead_keys(messages: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     case, ``#`` digit, else the character), as ``generate.lead_of_literal`` and
     ``generate.char_class`` compute them from the grammar."""
     word = messages.str.extract(r"^([A-Za-z_][A-Za-z0-9_]*)", 1)
-    first = messages.str.slice(0, 1)
+    # the first character compared as a string, not matched by a regex (half the time): one
+    # character is within "A".."Z" exactly when it is an upper-case ASCII letter, and so on
+    first = messages.str.head(1)
     cls = (
-        pl.when(first.str.contains(r"^[A-Z]"))
+        pl.when(first.is_between(pl.lit("A"), pl.lit("Z")))
         .then(pl.lit("A"))
-        .when(first.str.contains(r"^[a-z]"))
+        .when(first.is_between(pl.lit("a"), pl.lit("z")))
         .then(pl.lit("a"))
-        .when(first.str.contains(r"^[0-9]"))
+        .when(first.is_between(pl.lit("0"), pl.lit("9")))
         .then(pl.lit("#"))
         .otherwise(first)
     )
