@@ -732,10 +732,14 @@ def split_by_process(log: Path, folder: Path) -> int:
     return len(lines)
 
 
-def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[str]:
+def measure_bigjob(
+    nodes: int, work: Path, log: Callable[[str], None], peer: Path | None = None
+) -> list[str]:
     """A job of ``nodes`` 8-GPU nodes (world + TP + DP communicators, benchmarks/bigjob.py),
     healthy and with one host off IB and one rank stuck in init: each command once, with
-    what it printed (findings, the ticket's size, the picture's size)."""
+    what it printed (findings, the ticket's size, the picture's size); ``peer``: xcl-lens on
+    the healthy log too, and issue #15's init-heavy bounds (30 MB/s, 2x xcl-lens) against
+    ``diagnose`` of it (issue #20 holds this job to them)."""
     gen = bigjob.BigJob(nodes)
     faults = bigjob.BigJob(nodes, no_ib=(nodes // 3,), stuck=(gen.nranks // 2 + 3,))
     healthy, faulty = work / f"bigjob-{nodes}.log", work / f"bigjob-{nodes}-faults.log"
@@ -758,6 +762,9 @@ def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[s
         ),
         ("topo --format svg, the same", [EXE, "topo", "--format", "svg", str(faulty)], svg),
     ]
+    peer_out = work / "bigjob-peer.txt"
+    if peer is not None:
+        runs.append((f"{PEER}, healthy", [str(peer), str(healthy)], peer_out))
     out = [
         "",
         f"## a job of {gen.nranks:,} GPUs ({nodes} nodes; {mb:.0f} MB of init log, each row once)",
@@ -765,10 +772,14 @@ def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[s
         "| what | s | peak RSS MiB | printed |",
         "|---|---:|---:|---|",
     ]
+    took: dict[Path, float] = {}
     for name, argv, dest in runs:
         secs, rss, rc, err, _anon = run_child(argv, {}, stdout=dest)
+        took[dest] = secs
         printed = dest.read_text(encoding="utf-8", errors="replace")
-        if dest is text or dest is per_rank:
+        if dest is peer_out:
+            what = f"{len(printed.splitlines()):,} lines"
+        elif dest is text or dest is per_rank:
             what = printed.strip().splitlines()[-1] if printed.strip() else f"exit {rc}"
         elif dest is ticket:
             rules = [
@@ -785,6 +796,13 @@ def measure_bigjob(nodes: int, work: Path, log: Callable[[str], None]) -> list[s
             what = f"exit {rc}: {err.strip()[-200:]}"
         log(f"  bigjob {name:52} {secs:7.1f} s  {rss / 1024:6.0f} MiB  {what}")
         out.append(f"| {name} | {secs:.1f} | {rss / 1024:.0f} | {what} |")
+    if peer is not None and took.get(text) and took.get(peer_out):
+        mine = took[text]
+        out += [
+            "",
+            f"`diagnose` of the healthy log: {mb / mine:.1f} MB/s (issue #15's init-heavy bound: "
+            f"30), {took[peer_out] / mine:.2f}x faster than xcl-lens on it (bound: 2x).",
+        ]
     return out
 
 
@@ -893,7 +911,9 @@ def main(argv: list[str] | None = None) -> int:
                 big[k] = (path.stat().st_size / 1e6, measure_big(path, BIG_ROWS, Path(td), log))
                 if args.keep is None:
                     path.unlink()
-        bigjob_rows = measure_bigjob(args.bigjob_nodes, work, log) if args.bigjob_nodes else []
+        bigjob_rows = (
+            measure_bigjob(args.bigjob_nodes, work, log, peer) if args.bigjob_nodes else []
+        )
         # not in --quick: hundreds of 100 KB lines take minutes
         worst = None if args.quick else measure_worst_line(rounds)
     load = (load_before, os.getloadavg()[0])
