@@ -9,6 +9,7 @@ inside one) that the real fixture logs give.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record
 from ncclscope.parse.parser import parse_text
+from ncclscope.parse.transform import type_hints
 from tests.helpers import real_logs
 
 
@@ -94,3 +96,18 @@ def test_a_part_with_no_field_and_one_with_one() -> None:
     assert hash(_One(value=3)) == hash((3,))
     assert repr(_One(value=3)).endswith("_One(value=3)")
     assert _One(value=3) != _Plain(3)
+
+
+def _subclasses(cls: type) -> Iterator[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_type_hints_are_typing_s_for_every_record_and_part_class() -> None:
+    """The pipeline reads field types through ``type_hints``, which evaluates each class's own
+    annotations once: it must give what ``typing.get_type_hints`` gives."""
+    classes = [Record, Part, *_subclasses(Record), *_subclasses(Part)]
+    assert len(classes) > 200
+    for cls in classes:
+        assert type_hints(cls) == typing.get_type_hints(cls), cls.__name__
