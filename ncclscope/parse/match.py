@@ -626,7 +626,7 @@ class MessageMemo:
         self.framework: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None] = {}
         #: the last batch's new messages and their tables, kept when the next batch comes: a
         #: run's last batch (a short log's only one) is not kept for batches that never come
-        #: (the 1,000-line log of the benchmark: ~50 ms of its ~1 s)
+        #: (the benchmark's 1,000-line log: ~50 ms profiled; docs/performance.md)
         self._last: tuple[pl.DataFrame, dict[str, pl.DataFrame]] | None = None
 
     def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
