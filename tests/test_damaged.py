@@ -800,6 +800,8 @@ def _read_all(
         ):
             if isinstance(item, reader.TextBatch):
                 assert 0 < len(item.texts) <= 5
+                # the count the pipeline packs batches by is the texts' own
+                assert item.chars == sum(map(len, item.texts))
                 if chars is not None:
                     # a batch ends at the read (a chunk's whole lines, or one line) that takes
                     # it to ``chars``: what it held before that read is under the budget

@@ -704,7 +704,7 @@ def _length(lines: Lines) -> int:
 
 def _chars(lines: Lines) -> int:
     if isinstance(lines, TextBatch):
-        return lines.chars()
+        return lines.chars
     return sum(len(ln.text) for ln in lines)
 
 

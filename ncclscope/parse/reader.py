@@ -493,14 +493,12 @@ class TextBatch:
 
     first: int
     texts: pl.Series
+    #: how many characters the texts hold, counted once where they are cut
+    chars: int
 
     def text(self, i: int) -> str:
         """The text of the batch's ``i``-th line."""
         return str(self.texts[i])
-
-    def chars(self) -> int:
-        """How many characters the texts hold."""
-        return int(self.texts.str.len_chars().sum())
 
     def lines(self) -> list[Line]:
         return [Line(n, t, 0) for n, t in enumerate(self.texts.to_list(), self.first)]
@@ -558,13 +556,13 @@ def iter_batches(
                 lines = []
             if not run.count:
                 first = item.first + offset
-            run.add(item.texts, item.chars())
+            run.add(item.texts, item.chars)
             while run.count >= size:
-                yield TextBatch(first, run.take(size))
+                yield TextBatch(first, *run.take(size))
                 first += size
             if chars is not None and run.held >= chars:
                 count = run.count
-                yield TextBatch(first, run.take(count))
+                yield TextBatch(first, *run.take(count))
                 first += count
         elif not item.cut and (run.count or not lines):
             # a whole line read on its own (the one a chunk boundary split) joins the run
@@ -572,16 +570,16 @@ def iter_batches(
                 first = item.number + offset
             run.add(pl.Series([item.text], dtype=pl.String), len(item.text))
             if run.count >= size or (chars is not None and run.held >= chars):
-                yield TextBatch(first, run.take(run.count))
+                yield TextBatch(first, *run.take(run.count))
         else:
             if run.count:
-                yield TextBatch(first, run.take(run.count))
+                yield TextBatch(first, *run.take(run.count))
             lines.append(Line(item.number + offset, item.text, item.cut) if offset else item)
             if len(lines) >= size:
                 yield lines
                 lines = []
     if run.count:
-        yield TextBatch(first, run.take(run.count))
+        yield TextBatch(first, *run.take(run.count))
     if lines:
         yield lines
 
@@ -600,16 +598,17 @@ class _Run:
         self.count += len(texts)
         self.held += chars
 
-    def take(self, n: int) -> pl.Series:
-        """The run's first ``n`` texts, the rest kept."""
+    def take(self, n: int) -> tuple[pl.Series, int]:
+        """The run's first ``n`` texts and their characters, the rest kept."""
         whole = self.pieces[0] if len(self.pieces) == 1 else pl.concat(self.pieces)
+        held = self.held
         if n >= len(whole):
             self.pieces, self.count, self.held = [], 0, 0
-            return whole
+            return whole, held
         rest = whole.slice(n)
         self.pieces, self.count = [rest], len(rest)
         self.held = int(rest.str.len_chars().sum())
-        return whole.head(n)
+        return whole.head(n), held - self.held
 
 
 def iter_text(
@@ -728,7 +727,7 @@ def iter_text(
             if last >= start:
                 texts = _whole_lines(chunk[start:last], cap)
                 if texts is not None:
-                    yield TextBatch(number + 1, texts)
+                    yield TextBatch(number + 1, texts, int(texts.str.len_chars().sum()))
                     number += len(texts)
                     start = last + 1
             yield from pieces(chunk[start:])
