@@ -144,8 +144,8 @@ _OWN_HINTS: dict[type, dict[str, Any]] = {}
 def type_hints(cls: type) -> dict[str, Any]:
     """What ``typing.get_type_hints(cls)`` gives, once per class, each class of the MRO's own
     annotations evaluated once: ``get_type_hints`` evaluates those of every base again for
-    each class, and every record class repeats Record's envelope (all 219 kinds: 0.11 s, a
-    tenth of a short log's diagnose, against 0.014 s)."""
+    each class, and every record class repeats Record's envelope (all 219 kinds: 0.109
+    against 0.014 s; the ~90 kinds of the benchmark's 1,000-line log took ~0.07 s profiled)."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = {}
