@@ -24,7 +24,7 @@ from ncclscope.model.collapse import collapse_connections
 from ncclscope.model.job import HIGH_VOLUME_KINDS, build_job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import jsonl_line, record_to_dict
-from ncclscope.model.records.topology import ConnectionGroup
+from ncclscope.model.records.topology import Connection, ConnectionGroup
 from ncclscope.model.views import views
 from ncclscope.parse import pipeline
 from ncclscope.parse.parser import LineParser, SourceStats, parse_text
@@ -311,6 +311,16 @@ def test_a_connection_on_several_channels_is_one_record_until_another_line_of_it
     job = build_job(parse_text(log.decode()), HIGH_VOLUME_KINDS)
     assert job.counts["connection"] == 7
     assert sum(views(job).transport_counts.values()) == 7
+
+
+def test_connections_are_built_with_every_field_a_connection_takes() -> None:
+    """``_connections`` names each field in its call: a field added to Connection must be
+    named there too, or its value would be lost."""
+    given = {"source", "line", "text", "level", *pipeline.ENVELOPE}
+    takes = [f.name for f in dataclasses.fields(Connection) if f.init and f.name not in given]
+    assert sorted(pipeline._CONNECTION_FIELDS) == sorted(takes)
+    extra = {f.name for f in dataclasses.fields(ConnectionGroup) if f.init} - set(takes) - given
+    assert extra == {"more_lines", "more_channels"}
 
 
 def test_a_turned_around_connection_stays_turned_around_as_a_group() -> None:
