@@ -856,16 +856,14 @@ def _connections(cls: type[Connection], rows: pl.DataFrame, sources: list[str]) 
     fields as a dict: a connection's rows are all distinct (its ranks, a group's lines), so
     that is a dict made and unpacked per record. Building the 4,096-GPU bigjob log's 60k
     groups: 1.95-2.25 -> 1.30-1.47 s (docs/performance.md)."""
-    n = rows.height
     env = _Envelopes.of(rows)
 
     def column(name: str) -> list[Any]:
-        if name not in rows.columns:
-            return [_default(cls, name)] * n
+        # the patterns' connection table has a column for every field (match.kind_schema)
         return _field_values(cls, name, rows.get_column(name))
 
     own = zip(*(column(name) for name in _CONNECTION_FIELDS), strict=True)
-    more: Iterable[dict[str, Any]] = itertools.repeat({}, n)
+    more: Iterable[dict[str, Any]] = itertools.repeat({}, rows.height)
     if cls is ConnectionGroup:
         more = (
             {"more_lines": lines, "more_channels": channels}
