@@ -18,7 +18,6 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from ncclscope.model.enums import Level
-from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records.base import CUT_LEVEL_REASON, Record, Unrecognized
 from ncclscope.parse.grammar import (
     RAY_REPEATED_END,
@@ -48,7 +47,6 @@ _ENVELOPE_CACHE_MAX = 65536
 _WHO_TRIES = 8
 #: parsed messages kept (a Body's fields are immutable values, shared by the records built)
 _BODY_CACHE_MAX = 16384
-_HIGH_VOLUME = HIGH_VOLUME_KINDS
 _TOP_SHAPES = 10
 #: "columnar": the patterns generated from the grammar read what they can as columns, Lark the
 #: rest (ncclscope.parse.pipeline); "lark": Lark reads every line. Both give identical records
@@ -373,12 +371,13 @@ class LineParser:
         if message in bodies:
             return bodies[message]
         body = self._parse_message(message)
-        # Not the kinds printed once per call: their messages hardly repeat, and thousands of
-        # cached bodies would only give the garbage collector more to walk.
-        if body is None or body.cls.KIND not in _HIGH_VOLUME:
-            if len(bodies) >= _BODY_CACHE_MAX:
-                bodies.clear()
-            bodies[message] = body
+        # The kinds printed once per call too: a collective's message is distinct where it
+        # carries its opCount, but the line path gets such lines where they repeat whole (an
+        # nccl-tests row glued to each rank's call: 2,266 lines of the 100 MB init-heavy log,
+        # two texts, took 0.56 s of Lark). The bound keeps a run of distinct ones cheap.
+        if len(bodies) >= _BODY_CACHE_MAX:
+            bodies.clear()
+        bodies[message] = body
         return body
 
     def _parse_message(self, message: str) -> Body | None:
