@@ -90,7 +90,10 @@ class SourceStats:
         return nccl_typed / self.nccl_lines if self.nccl_lines else 1.0
 
     def top_shapes(self, n: int = _TOP_SHAPES) -> list[tuple[str, int]]:
-        return self.shapes.most_common(n)
+        """The most common shapes, ties by their text: not by the order they were counted in,
+        which the path that read a line decides (the columnar engine counts the unknown
+        messages of a batch before the lines it leaves to Lark; the lark engine, line by line)."""
+        return sorted(self.shapes.items(), key=lambda item: (-item[1], item[0]))[:n]
 
 
 _LETTER = re.compile("[A-Za-z]")
