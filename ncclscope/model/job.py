@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
 )
 
 _RAY_FOLDED = "x across cluster]"
+
+_HOST = operator.attrgetter("host")
 
 ProcessKey = tuple[str | None, int | None]
 ThreadKey = tuple[str, str | None, int | None, int | None]
@@ -497,11 +500,11 @@ def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
     one), and that host holds more of the log's records: damage is the exception, so the name
     most lines print is the clean one.
     """
-    weight: Counter[str] = Counter()
+    per_host: Counter[str | None] = Counter()
     for recs in job._by_kind.values():
-        for rec in recs:
-            if rec.host is not None:
-                weight[rec.host] += 1
+        # counted in C, not by a Python loop over every record (a big job's init has millions)
+        per_host.update(map(_HOST, recs))
+    weight: Counter[str] = Counter({h: n for h, n in per_host.items() if h is not None})
     for summ in job.summaries.values():
         for slot in summ.last:
             if slot[1] is not None:
@@ -552,8 +555,13 @@ def _reconcile(job: Job) -> None:
             counts[key] += len(rec.printed_lines) if isinstance(rec, Connection) else 1
         return done
 
-    for kind, recs in job._by_kind.items():
-        job._by_kind[kind] = [fix(r) for r in recs]
+    # only the records of a moved process change: found by their host and replaced in
+    # place (a big job's records are millions, its damaged envelopes a handful)
+    damaged = {host for host, _pid in moved}
+    for recs in job._by_kind.values():
+        for at, host in enumerate(map(_HOST, recs)):
+            if host in damaged:
+                recs[at] = fix(recs[at])
     # the lines of the moved processes' records (the lines of summarised kinds are counted)
     for key, lines in counts.items():
         job.lines_per_process[key] += lines
