@@ -232,6 +232,46 @@ def test_the_bare_version_banner_is_read_by_the_patterns() -> None:
     assert _line_path_lines(data) == [6, 7, 10]
 
 
+def test_an_unknown_message_is_unrecognized_without_the_line_path() -> None:
+    """RCCL's own messages are no NCCL message the grammar knows (fixture 200, LUMI: ``Kernel
+    version``, ``ROCr version``, ``Dmabuf feature disabled …``). Where the patterns read the
+    header and neither they nor Lark type the message, the record is made from the patterns'
+    envelope, as the line path would make it; the line path still reads such a line where it
+    would read it otherwise: with a double blank (read again with single blanks) or a second
+    header. Ray's tag at the end changes nothing (the line path cuts it too)."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/real"
+    data = next(fixture.glob("200-*.log")).read_bytes()
+    lines = data.splitlines(keepends=True)
+    unknown = [n for n, line in enumerate(lines, 1) if b"Kernel version" in line or b"ROCr" in line]
+    assert unknown == [5, 7]
+    _same(data)
+    got, stats = _records(data, "columnar")
+    assert [(r["line"], r["kind"], r["reason"]) for r in got if r["line"] in unknown] == [
+        (5, "unrecognized", "unknown-message"),
+        (7, "unrecognized", "unknown-message"),
+    ]
+    assert stats["shapes"]["ROCr version N.N"] == 1
+    # the shapes of equal count are listed by their text, whichever path counted them first
+    tops = []
+    for engine in ("columnar", "lark"):
+        st = SourceStats("t")
+        st.shapes.update(_records(data, engine)[1]["shapes"])
+        tops.append([shape for shape, _n in st.top_shapes()])
+    assert tops[0] == tops[1] == sorted(stats["shapes"])
+    left = set(_line_path_lines(data))
+    assert not left & set(unknown)
+    # the same lines as the line path must read them, and Ray's fold of them
+    rocr = lines[6].rstrip(b"\n")
+    varied = [
+        rocr.replace(b"ROCr version", b"ROCr  version"),
+        rocr + b" " + lines[4].rstrip(b"\n"),
+        rocr + b" [repeated 3x across cluster]",
+    ]
+    more = data + b"".join(line + b"\n" for line in varied)
+    _same(more)
+    assert set(_line_path_lines(more)) - left == {len(lines) + 1, len(lines) + 2}
+
+
 def test_last_error_on_the_next_line_is_read_under_its_prefix() -> None:
     """PyTorch quotes NCCL's last WARN on the line after ``Last error:`` (fixture 204): that
     line is the error's text, but only under the same launcher prefix and when nothing else
