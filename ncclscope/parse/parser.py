@@ -188,6 +188,14 @@ class LineParser:
                 )
         return parts
 
+    def without_ray_tail(self, text: str) -> str:
+        """The line without Ray's ``[repeated Nx across cluster]`` at its end: what is split."""
+        if RAY_REPEATED_END in text:
+            repeated = self._m.ray_repeated.search(text)
+            if repeated is not None:
+                return text[: repeated.start()]
+        return text
+
     def _legacy(self, text: str) -> list[_Part]:
         """A 2.0-2.2 line, whose level word has no ``NCCL`` before it: one part, or none."""
         found = self._m.legacy_level.search(text)
@@ -340,10 +348,7 @@ class LineParser:
 
     def _records(self, source: str, number: int, text: str, body: str) -> tuple[list[Record], int]:
         """The records of a cleaned line and its number of NCCL parts (0: not an NCCL line)."""
-        if RAY_REPEATED_END in body:
-            repeated = self._m.ray_repeated.search(body)
-            if repeated is not None:
-                body = body[: repeated.start()]
+        body = self.without_ray_tail(body)
         parts = self.split(body)
         if not parts:
             rec = self._foreign(source, number, text, body)

@@ -1005,19 +1005,20 @@ def _message_path(
     ):
         try:
             body = parser.parse_message(message)
+            envelope = dict(zip(ENVELOPE, env, strict=True))
             if body is None:
                 if not _unknown(parser, text, message):
                     left.append(i)
                     continue
+                # the reason is Unrecognized's default, "unknown-message", as the line path gives
                 records.append(
                     Unrecognized(
                         source=pack[k].source,
                         line=line,
                         text=text,
                         level=_LEVELS[level],
-                        **dict(zip(ENVELOPE, env, strict=True)),
+                        **envelope,
                         message=message,
-                        reason="unknown-message",
                     )
                 )
                 unknown[k] += 1
@@ -1029,7 +1030,7 @@ def _message_path(
                     line=line,
                     text=text,
                     level=_LEVELS[level],
-                    **dict(zip(ENVELOPE, env, strict=True)),
+                    **envelope,
                     **body.fields,
                 )
             )
@@ -1054,12 +1055,8 @@ def _unknown(parser: LineParser, text: str, message: str) -> bool:
     3,296 took 0.17 s), a lookup and a regex search here."""
     if "  " in text:
         return False
-    if RAY_REPEATED_END in text:
-        # the line path splits the line without Ray's tag, as the patterns cut it
-        repeated = parser.markers.ray_repeated.search(text)
-        if repeated is not None:
-            text = text[: repeated.start()]
-    parts = parser.split(text)
+    # the line path splits the line without Ray's tag, as the patterns cut it
+    parts = parser.split(parser.without_ray_tail(text))
     return len(parts) == 1 and not parts[0].cut and parts[0].message.strip() == message
 
 
