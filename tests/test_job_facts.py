@@ -138,3 +138,28 @@ def test_near_miss_same_pid_on_two_containers_with_unrelated_names() -> None:
     )
     assert job.hosts == ["worker-0", "worker-1"]
     assert job.repairs == []
+
+
+def test_a_job_its_caller_drops_is_freed_without_the_collector() -> None:
+    """The views a job keeps (``job.cache``) refer back to it weakly: a job dropped after a
+    diagnosis is freed by reference counts, not left for the collector's next full pass over
+    all its records (a notebook or a service reading job after job)."""
+    import gc
+    import weakref
+
+    from ncclscope.engine import Selection, run_rules
+
+    log = max(LONG, key=lambda p: p.stat().st_size)
+    job, _stats = api.build([log])
+    run_rules(job, Selection((), ()))
+    summarise(job)
+    assert "views" in job.cache
+    gone = weakref.ref(job)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del job
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()

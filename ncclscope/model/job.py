@@ -160,6 +160,9 @@ class Job:
         #: sources whose collector folded repeated lines (Ray's "[repeated 7x across cluster]"):
         #: there, a line that is absent may just have been folded into another
         self.folded_sources: set[str] = set()
+        #: the kinds of ``_by_kind`` with a WARN record: ``warnings`` reads those lists only (a
+        #: big job's init holds hundreds of thousands of INFO records and a few WARNs)
+        self._warn_kinds: set[str] = set()
         #: derived views computed once and shared by the rules (ncclscope.model.views)
         self.cache: dict[str, object] = {}
         #: damaged envelopes put back on the process clean lines established (see _reconcile)
@@ -206,7 +209,13 @@ class Job:
 
     def warnings(self) -> list[Record]:
         """Every WARN-level record, in input order."""
-        out = [r for recs in self._by_kind.values() for r in recs if r.level is Level.WARN]
+        out = [
+            r
+            for kind, recs in self._by_kind.items()
+            if kind in self._warn_kinds
+            for r in recs
+            if r.level is Level.WARN
+        ]
         out.sort(key=self.input_order())
         return out
 
@@ -284,6 +293,8 @@ class JobBuilder:
                 job.lines_per_process[(rec.host, rec.pid)] += 1
         else:
             job._by_kind[kind].append(rec)
+            if rec.level is Level.WARN:
+                job._warn_kinds.add(kind)
         self._process(rec)
         self._chain(rec, thread)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import re
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -208,12 +209,26 @@ _UNASKED: Final = object()
 class JobViews:
     """Views over one job, computed once on first use."""
 
-    job: Job
+    #: The job, held weakly. The job holds its views (``job.cache``): a strong reference back
+    #: made every job a reference cycle, kept in memory after its caller dropped it until the
+    #: collector's next full pass, which then walked all its records (the 100 MB init-heavy
+    #: log's job: 0.64 s, against 0.13 s freed by reference counts).
+    _job: weakref.ReferenceType[Job] = field(repr=False)
     _host_maps: dict[CommKey, dict[int, str]] = field(default_factory=dict, init=False, repr=False)
     _salvaged: list[CommInit] = field(default_factory=list)
     #: crosses_nodes per connection record (by identity: the job holds every record it was
     #: asked about, and a record's own hash would walk all its fields)
     _crossing: dict[int, bool | None] = field(default_factory=dict, init=False, repr=False)
+    #: comm_of per connection record, by identity: ``connections_by_comm`` and
+    #: ``crosses_nodes`` both place every connection of a big job, and placing one is a search
+    _conn_comm: dict[int, CommKey | None] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def job(self) -> Job:
+        job = self._job()
+        if job is None:
+            raise ReferenceError("the job these views are of was freed")
+        return job
 
     @cached_property
     def communicators(self) -> dict[CommKey, Communicator]:
@@ -376,8 +391,14 @@ class JobViews:
         """Connection lines by the communicator they belong to (None: not placed)."""
         out: dict[CommKey | None, list[Connection]] = defaultdict(list)
         for conn in self.job.of(Connection):
-            out[self.comm_of(conn)].append(conn)
+            out[self._comm_of_connection(conn)].append(conn)
         return dict(out)
+
+    def _comm_of_connection(self, conn: Connection) -> CommKey | None:
+        key = self._conn_comm.get(id(conn), _UNASKED)
+        if key is _UNASKED:
+            key = self._conn_comm[id(conn)] = self.comm_of(conn)
+        return cast(CommKey | None, key)
 
     @cached_property
     def families(self) -> list[CommFamily]:
@@ -497,7 +518,7 @@ class JobViews:
         known = self._crossing.get(id(conn), _UNASKED)
         if known is not _UNASKED:
             return cast(bool | None, known)
-        hosts = self.hosts_in(self.comm_of(conn))
+        hosts = self.hosts_in(self._comm_of_connection(conn))
         a = hosts.get(conn.from_rank)
         b = hosts.get(conn.to_rank)
         crosses = None if a is None or b is None else a != b
@@ -517,6 +538,6 @@ def views(job: Job) -> JobViews:
     """The views of a job (cached on the job, so every rule shares one computation)."""
     cached = job.cache.get("views")
     if not isinstance(cached, JobViews):
-        cached = JobViews(job)
+        cached = JobViews(weakref.ref(job))
         job.cache["views"] = cached
     return cached

@@ -3,6 +3,7 @@ its metadata."""
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
 
@@ -17,6 +18,10 @@ from ncclscope.rules.base import Category, Finding, Rule, Severity
 _FEW = 2
 
 
+# A job's ranks print a few distinct lists and masks, each once per rank and communicator: read
+# once each (a 192-CPU mask is 192 bit tests; 10k affinity lines of the 100 MB init-heavy log took
+# 0.09 s). Bounded: a library caller reads many jobs in one process.
+@functools.lru_cache(maxsize=4096)
 def cpus_of_list(text: str) -> frozenset[int] | None:
     """CPUs of a Linux CPU list (``0-23,48-71``), as NCCL 2.28+ prints them; None if unreadable."""
     out: set[int] = set()
@@ -30,6 +35,7 @@ def cpus_of_list(text: str) -> frozenset[int] | None:
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def cpus_of_mask(text: str) -> frozenset[int] | None:
     """CPUs of a hex cpumask in 32-bit words, most significant first (``ff,ffff0000``), as NCCL
     up to 2.27 prints it; None if unreadable."""
