@@ -158,12 +158,10 @@ def printer_rank(rec: Record) -> tuple[int, int] | None:
     return None
 
 
-@dataclass
-class _ThreadInits:
-    """The Init lines of one thread, in line order: (line, communicator, is START)."""
-
-    lines: list[int] = field(default_factory=list)
-    events: list[tuple[CommKey, bool]] = field(default_factory=list)
+#: The Init lines of one thread, in line order: their lines, and (communicator, is START) of
+#: each. Tuples, not lists or an object: the collector stops watching a tuple of immutable
+#: values, and a big job has a thread per rank and process (12k on the 100 MB init-heavy log).
+_ThreadInits = tuple[tuple[int, ...], tuple[tuple[CommKey, bool], ...]]
 
 
 def _admits(comm: Communicator, rec: Record, who: tuple[int, int]) -> bool:
@@ -319,12 +317,13 @@ class JobViews:
 
     @cached_property
     def _inits_by_thread(self) -> dict[ThreadKey, _ThreadInits]:
-        out: dict[ThreadKey, _ThreadInits] = defaultdict(_ThreadInits)
+        lines: dict[ThreadKey, list[int]] = defaultdict(list)
+        events: dict[ThreadKey, list[tuple[CommKey, bool]]] = defaultdict(list)
         for rec in self.job.of(CommInit):
-            t = out[(rec.source, rec.host, rec.pid, rec.tid)]
-            t.lines.append(rec.line)
-            t.events.append((comm_key(rec), rec.phase.upper() == "START"))
-        return dict(out)
+            thread = (rec.source, rec.host, rec.pid, rec.tid)
+            lines[thread].append(rec.line)
+            events[thread].append((comm_key(rec), rec.phase.upper() == "START"))
+        return {thread: (tuple(at), tuple(events[thread])) for thread, at in lines.items()}
 
     @cached_property
     def _ranks_by_process(self) -> dict[tuple[str | None, int | None], list[RankInfo]]:
@@ -364,11 +363,12 @@ class JobViews:
         inits = self._inits_by_thread.get((rec.source, rec.host, rec.pid, rec.tid))
         if inits is None:
             return None
-        i = bisect.bisect_left(inits.lines, rec.line)
-        if i > 0 and inits.events[i - 1][1]:
-            return inits.events[i - 1][0]
-        if i < len(inits.lines) and not inits.events[i][1]:
-            return inits.events[i][0]
+        lines, events = inits
+        i = bisect.bisect_left(lines, rec.line)
+        if i > 0 and events[i - 1][1]:
+            return events[i - 1][0]
+        if i < len(lines) and not events[i][1]:
+            return events[i][0]
         return None
 
     def hosts_in(self, key: CommKey | None) -> dict[int, str]:

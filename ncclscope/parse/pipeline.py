@@ -45,7 +45,17 @@ from ncclscope.model.records.base import Part, Record, Unrecognized
 from ncclscope.model.records.foreign import NcclLastError
 from ncclscope.model.records.topology import Connection, ConnectionGroup
 from ncclscope.parse import match
-from ncclscope.parse.frames import ENVELOPE, KindFrame, RowFrame, envelope_schema, own_fields
+from ncclscope.parse.frames import (
+    ENVELOPE,
+    LEVELS,
+    Envelopes,
+    KindFrame,
+    RowFrame,
+    build_records,
+    envelope_schema,
+    own_fields,
+    shared_values,
+)
 from ncclscope.parse.grammar import RAY_REPEATED_END, Markers
 from ncclscope.parse.parser import LineParser, SourceStats, shape_of
 from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
@@ -856,7 +866,7 @@ def _connections(cls: type[Connection], rows: pl.DataFrame, sources: list[str]) 
     fields as a dict: a connection's rows are all distinct (its ranks, a group's lines), so
     that is a dict made and unpacked per record. Building the 4,096-GPU bigjob log's 60k
     groups: 1.95-2.25 -> 1.30-1.47 s (docs/performance.md)."""
-    env = _Envelopes.of(rows)
+    env = Envelopes.of(rows)
 
     def column(name: str) -> list[Any]:
         # the patterns' connection table has a column for every field (match.kind_schema)
@@ -990,7 +1000,7 @@ def _message_path(
     the line path words and counts the rest, and a record that refuses its fields."""
     records: list[Record] = []
     left: list[int] = []
-    envelopes = [_shared_values(rows.get_column(name)) for name in ENVELOPE]
+    envelopes = [shared_values(rows.get_column(name)) for name in ENVELOPE]
     counts = [0] * len(pack)
     unknown = [0] * len(pack)
     for i, k, line, text, level, message, *env in zip(
@@ -1016,7 +1026,7 @@ def _message_path(
                         source=pack[k].source,
                         line=line,
                         text=text,
-                        level=_LEVELS[level],
+                        level=LEVELS[level],
                         **envelope,
                         message=message,
                     )
@@ -1029,7 +1039,7 @@ def _message_path(
                     source=pack[k].source,
                     line=line,
                     text=text,
-                    level=_LEVELS[level],
+                    level=LEVELS[level],
                     **envelope,
                     **body.fields,
                 )
@@ -1192,7 +1202,7 @@ def _records(cls: type[Record], rows: pl.DataFrame, sources: list[str]) -> list[
     if own:
         codes, distinct = _distinct_rows(rows.select(own))
         fields = _field_dicts(cls, own, distinct)
-    return _build(cls, _Envelopes.of(rows), codes, fields, sources)
+    return build_records(cls, Envelopes.of(rows), codes, fields, sources)
 
 
 def _batch_records(
@@ -1217,7 +1227,7 @@ def _batch_records(
     known = memo.fields
     at = pl.concat([table.get_column("row") for _cls, table in kinds])
     picked = base.select(pl.all().gather(at))
-    envelopes = _Envelopes.of(picked)
+    envelopes = Envelopes.of(picked)
     texts = messages.gather(at).to_list()
     out: list[Record] = []
     start = 0
@@ -1240,7 +1250,7 @@ def _batch_records(
                 # printed once (a rank's own tree) is not worth holding
                 memo.hold_fields((distinct[j], fresh[j]) for j in new if repeats[j])
             fields = [fresh[j] if j in fresh else known[text] for j, text in enumerate(distinct)]
-        out.extend(_build(cls, envelopes.cut(start, start + n), codes, fields, sources))
+        out.extend(build_records(cls, envelopes.cut(start, start + n), codes, fields, sources))
         start += n
     return out, picked.select("src", "line", "host", "pid")
 
@@ -1275,90 +1285,6 @@ def _field_dicts(
     return [dict(zip(own, row, strict=True)) for row in zip(*values, strict=True)]
 
 
-@dataclass(slots=True)
-class _Envelopes:
-    """The columns every record of some rows takes, as Python values (a repeated value one
-    object, see ``_shared_values``)."""
-
-    src: list[int]
-    line: list[int]
-    text: list[str]
-    level: list[Level | None]
-    #: ENVELOPE's columns, in its order
-    envelope: list[list[Any]]
-
-    @classmethod
-    def of(cls, rows: pl.DataFrame) -> _Envelopes:
-        return cls(
-            rows.get_column("src").to_list(),
-            rows.get_column("line").to_list(),
-            rows.get_column("text").to_list(),
-            # a framework line has no level
-            [_LEVELS.get(v) for v in rows.get_column("level").to_list()],
-            [_shared_values(rows.get_column(name)) for name in ENVELOPE],
-        )
-
-    def cut(self, start: int, end: int) -> _Envelopes:
-        return _Envelopes(
-            self.src[start:end],
-            self.line[start:end],
-            self.text[start:end],
-            self.level[start:end],
-            [column[start:end] for column in self.envelope],
-        )
-
-
-def _build(
-    cls: type[Record],
-    env: _Envelopes,
-    codes: list[int],
-    fields: list[dict[str, Any]],
-    sources: list[str],
-) -> list[Record]:
-    """A record per row: its envelope, and the own fields ``fields[code]`` of its message."""
-    # The envelope is passed as named arguments, in ENVELOPE's order (Record's field order): a
-    # dict built per record to unpack cost as much as the record itself (records of the
-    # 4,096-GPU bigjob log, 1.9 against 3.4 µs each). The differential test holds every field.
-    return [
-        cls(
-            source=sources[k],
-            line=line,
-            text=text,
-            level=level,
-            host=host,
-            pid=pid,
-            tid=tid,
-            dev=dev,
-            src_file=src_file,
-            src_line=src_line,
-            src_func=src_func,
-            timestamp=timestamp,
-            launcher_rank=launcher_rank,
-            launcher_host=launcher_host,
-            prefix=prefix,
-            **fields[code],
-        )
-        for (
-            k,
-            line,
-            text,
-            level,
-            code,
-            host,
-            pid,
-            tid,
-            dev,
-            src_file,
-            src_line,
-            src_func,
-            timestamp,
-            launcher_rank,
-            launcher_host,
-            prefix,
-        ) in zip(env.src, env.line, env.text, env.level, codes, *env.envelope, strict=True)
-    ]
-
-
 def _distinct_rows(frame: pl.DataFrame) -> tuple[list[int], pl.DataFrame]:
     """Each row's index among the frame's distinct rows, and those rows (first seen first)."""
     groups = (
@@ -1371,24 +1297,9 @@ def _distinct_rows(frame: pl.DataFrame) -> tuple[list[int], pl.DataFrame]:
     return codes.to_list(), groups.drop("_code", "_row")
 
 
-_LEVELS: Final = {level.value: level for level in Level}
-
-
 def _typed_as(dtype: Any, coerce: Any) -> bool:
     """Whether a column's values already are what ``coerce`` would make of them."""
     return (coerce is as_int and dtype.is_integer()) or (coerce is as_str and dtype == pl.String)
-
-
-def _shared_values(series: pl.Series) -> list[Any]:
-    """A column's values, a repeated value as one object: polars hands each row its own copy of
-    a string or an int past 256, and init lines repeat them by rank (one host name, pid or
-    thread id per record would cost more than the record). Floats are left as they are: 0.0
-    and -0.0 are equal."""
-    values = series.to_list()
-    if not (series.dtype == pl.String or series.dtype.is_integer()):
-        return values
-    shared: dict[Any, Any] = {}
-    return [v if v is None else shared.setdefault(v, v) for v in values]
 
 
 _ROW_COLUMNS: Final = frozenset({"src", "line", "text", "level", *ENVELOPE})
@@ -1463,7 +1374,7 @@ def _converted(owner: type, name: str, series: pl.Series) -> list[Any]:
             for v in series.to_list()
         ]
     else:
-        values = _shared_values(series)
+        values = shared_values(series)
         if not _typed_as(series.dtype, coerce):
             values = [None if v is None else coerce(v) for v in values]
     default = _default(owner, name)

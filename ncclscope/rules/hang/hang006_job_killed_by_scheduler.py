@@ -207,8 +207,8 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
     msg += "."
     timed = [k for k in kills if k.at]
     # a job that ran its collectives until the kill did not hang before it: the last call of
-    # each process and communicator counts as printed
-    printed = list(job.printed_records())
+    # each process and communicator counts as printed (only a stamped line says when)
+    printed = [r for r in job.printed_records() if r.timestamp]
     for k in timed:
         at = _stamps(k.at)
         # what was printed before the kill: lines above it in its own file, and the lines of
