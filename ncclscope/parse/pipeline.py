@@ -29,6 +29,7 @@ import copy
 import dataclasses
 import functools
 import itertools
+import operator
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -88,6 +89,9 @@ _LEGACY_LEVEL: Final = r"\] (?:\S+ )?(?:INFO|WARN|TRACE)\b"
 # BANNER with its lookbehind (no ", " before it) spelt out: at the line's first or second
 # character, or after two that are not ", "
 _BANNER_ANYWHERE: Final = r"(?:^.?|[^,].|,[^ ])NCCL version [0-9]"
+#: a record's line: the sort key of records in line order (a C call, not a Python one, per
+#: record of a batch)
+_LINE: Final = operator.attrgetter("line")
 # CUT_LEVEL, loosened: any capitals after "NCCL " at the end of the line (the splitter looks
 # for it after the envelope of a line with no level word and no banner)
 _CUT_LEVEL_END: Final = r"NCCL [A-Z]* *$"
@@ -282,7 +286,7 @@ def _parse_pack(
         records, frames = next(batches)
         more = _last_error_lines(item.lines, records, item.stats)
         if more:
-            records = sorted(records + more, key=_line_of)
+            records = sorted(records + more, key=_LINE)
         yield item, (records, frames)
 
 
@@ -330,7 +334,9 @@ def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -
     heads = [r for r in records if isinstance(r, NcclLastError) and r.last_error is None]
     if not heads:
         return []
-    typed = {r.line for r in records}
+    # which of the lines after the heads hold a record (not a set of every record's line: a
+    # batch of an init log holds 17k records, and most batches hold a head)
+    typed = {head.line + 1 for head in heads}.intersection(map(_LINE, records))
     out: list[Record] = []
     for head in heads:
         after = _text_at(batch, head.line + 1)
@@ -370,7 +376,7 @@ def every_record(records: list[Record], frames: list[KindFrame], source: str) ->
     if not frames:
         return records
     merged = records + [rec for frame in frames for rec in frame.records(source)]
-    merged.sort(key=_line_of)
+    merged.sort(key=_LINE)
     return merged
 
 
@@ -610,12 +616,16 @@ def _columnar(
         if row_frames and lines.height:
             for k, part in _by_segment(lines):
                 out[k][1].append(RowFrame(ConnectionGroup, part.drop("src")))
-    by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
-    for rec in records:
-        by_source[rec.source].append(rec)
+    if len(pack) == 1:
+        # one input's batch (a big log's every batch): its records are all of them
+        out[0][0].extend(records)
+    else:
+        by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
+        for rec in records:
+            by_source[rec.source].append(rec)
     if taken_rows.height or framework_rows.height or typed:
         for got, _frames in out:
-            got.sort(key=_line_of)  # stable: the parts of a spliced line keep their order
+            got.sort(key=_LINE)  # stable: the parts of a spliced line keep their order
     if lark_connections:
         # they may be lines of the patterns' connections: the model's reading gathers them
         out = [
@@ -1119,10 +1129,6 @@ def _foreign_start(markers: Markers) -> str:
     if regex is None:
         return "$^"
     return r"^\s*(?:" + regex.pattern.replace("(?=", "(?:") + ")"
-
-
-def _line_of(rec: Record) -> int:
-    return rec.line
 
 
 def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
