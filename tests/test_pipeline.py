@@ -31,7 +31,7 @@ from ncclscope.parse.parser import LineParser, SourceStats, parse_text
 from ncclscope.parse.reader import iter_batches
 from ncclscope.parse.stream import jsonl_paths
 
-from .helpers import real_logs, synth
+from .helpers import FIXTURES, real_logs, synth
 
 Batches = list[list[Record]]
 
@@ -653,6 +653,24 @@ def test_json_of_a_frame_float_is_the_json_of_the_python_float() -> None:
         batch_tables(frame.records("t"), [], "j", "t"),
     )
     assert columns["records"].equals(records["records"])
+
+
+def test_a_frames_last_rows_are_built_for_every_line_asked_or_some() -> None:
+    """The last row of each slot of a summarised kind, built into a record only when the model
+    asks (``Bulk.slots``): all of them at once, as the model asks on a big log, or a few."""
+    from ncclscope.parse.frames import bulk_of
+
+    log = FIXTURES / "real" / "083-coll-subsys-send-recv-opcount-hang.log"
+    calls = [ln for ln in log.read_text().splitlines(keepends=True) if "opCount" in ln]
+    (frame,) = _frames("".join(calls).encode())
+    bulk = bulk_of(frame, "t")
+    # two communicators: the last call of each is a slot's last row
+    lasts = sorted({last for _first, _slot, last, _rows in bulk.slots})
+    assert len(lasts) == 2
+    rows = bulk.slots[0][3]
+    by_line = {r.line: r for r in frame.records("t")}
+    assert rows(lasts) == {line: by_line[line] for line in lasts}
+    assert rows(lasts[-1:]) == {lasts[-1]: by_line[lasts[-1]]}
 
 
 def _export_rows(data: bytes, row_frames: bool) -> tuple[dict[str, Any], Batches, int]:
