@@ -160,7 +160,7 @@ def printer_rank(rec: Record) -> tuple[int, int] | None:
 
 #: The Init lines of one thread, in line order: their lines, and (communicator, is START) of
 #: each. Tuples, not lists or an object: the collector stops watching a tuple of immutable
-#: values, and a big job has a thread per rank and process (12k on the 100 MB init-heavy log).
+#: values, and every rank's threads print Init lines (12k threads on the 100 MB init-heavy log).
 _ThreadInits = tuple[tuple[int, ...], tuple[tuple[CommKey, bool], ...]]
 
 
