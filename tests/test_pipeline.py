@@ -239,8 +239,7 @@ def test_an_unknown_message_is_unrecognized_without_the_line_path() -> None:
     envelope, as the line path would make it; the line path still reads such a line where it
     would read it otherwise: with a double blank (read again with single blanks) or a second
     header. Ray's tag at the end changes nothing (the line path cuts it too)."""
-    fixture = Path(__file__).resolve().parent.parent / "fixtures/real"
-    data = next(fixture.glob("200-*.log")).read_bytes()
+    data = next((FIXTURES / "real").glob("200-*.log")).read_bytes()
     lines = data.splitlines(keepends=True)
     unknown = [n for n, line in enumerate(lines, 1) if b"Kernel version" in line or b"ROCr" in line]
     assert unknown == [5, 7]

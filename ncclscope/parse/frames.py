@@ -185,10 +185,14 @@ class KindFrame:
             else table.get_column(c).to_list()
             for c in own
         ]
-        fields = [
-            {k: v for k, v in zip(own, values, strict=True) if v is not None}
-            for values in zip(*columns, strict=True)
-        ] or [{}] * n
+        fields = (
+            [
+                {k: v for k, v in zip(own, values, strict=True) if v is not None}
+                for values in zip(*columns, strict=True)
+            ]
+            if own
+            else [{}] * n
+        )
         return build_records(self.cls, env, list(range(n)), fields, [source])
 
 

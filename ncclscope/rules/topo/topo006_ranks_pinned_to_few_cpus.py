@@ -19,8 +19,8 @@ _FEW = 2
 
 
 # A job's ranks print a few distinct lists and masks, each once per rank and communicator: read
-# once each (a 192-CPU mask is 192 bit tests; 10k affinity lines of the 100 MB init-heavy log took
-# 0.09 s). Bounded: a library caller reads many jobs in one process.
+# once each (a 192-CPU mask is 192 bit tests; the rule took 0.09 s on the 10k affinity lines of
+# the 100 MB init-heavy log, mostly reading masks). Bounded: a library caller reads many jobs.
 @functools.lru_cache(maxsize=4096)
 def cpus_of_list(text: str) -> frozenset[int] | None:
     """CPUs of a Linux CPU list (``0-23,48-71``), as NCCL 2.28+ prints them; None if unreadable."""
