@@ -40,7 +40,7 @@ from ncclscope.cli import main
 from ncclscope.model.records.base import Unrecognized
 from ncclscope.parse.grammar import SEARCH_GUARDS, lark_parser, markers
 from ncclscope.parse.limits import Limits
-from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.parser import LineParser, SourceStats, who_starts
 from tests.helpers import real_logs
 from tests.linear_cases import CLASSES, Form, all_forms, run
 
@@ -242,3 +242,19 @@ def test_over_budget_is_noted_on_stderr(tmp_path: Path) -> None:
     assert "over the length cap" in result.stderr
     assert "over the length cap" not in result.stdout
     assert '"reason": "over-budget"' in result.stdout
+
+
+_WHO_TEXT = st.text(alphabet="a1:>[]()| \t<E-._", max_size=40)
+_WHO_END = st.sampled_from(["", "h:1:2", " gpu-a01:41237:41237", ":3:4", "x>y:5:6 ", "[1]a:7:8"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(head=_WHO_TEXT, end=_WHO_END, tail=_WHO_TEXT)
+def test_the_host_names_of_a_text_are_found_where_the_grammar_finds_them(
+    head: str, end: str, tail: str
+) -> None:
+    """``who_starts`` finds the grammar's WHO where ``finditer`` does (it only reads each run
+    once): name characters, the ones that end a run, and ``:pid:tid`` endings mixed."""
+    who = markers().who
+    text = head + end + tail
+    assert who_starts(who, text) == [m.start() for m in who.finditer(text)]
