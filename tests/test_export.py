@@ -276,6 +276,28 @@ def test_a_job_of_small_logs_is_typed_together_and_written_as_each_alone(
     )
 
 
+def test_an_export_typing_packs_at_once_writes_what_one_at_a_time_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter types two packs of lines at once (writer.TYPERS): every table, the sources'
+    line accounting and damage included, is what typing one pack at a time writes. Small
+    batches, so that one log's consecutive batches are typed at once."""
+    from ncclscope.export import writer
+    from ncclscope.parse import pipeline
+
+    logs = real_logs()[::11] + sorted((REAL / "long").glob("*.log"))
+    monkeypatch.setattr(pipeline, "BATCH_LINES", 32)
+    monkeypatch.setattr(writer, "BATCH_LINES", 32)
+    assert writer.TYPERS > 1
+    at_once = _export_job(logs, tmp_path / "at-once")
+    monkeypatch.setattr(writer, "TYPERS", 1)
+    one_by_one = _export_job(logs, tmp_path / "one-by-one")
+    assert at_once.keys() == one_by_one.keys()
+    assert at_once["sources"]["lines"].max() > 30 * 32
+    for name, table in at_once.items():
+        assert table.equals(one_by_one[name]), name
+
+
 def test_damaged_archive_is_recorded(tmp_path: Path) -> None:
     archive = tmp_path / "cut.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:

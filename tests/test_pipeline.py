@@ -14,6 +14,7 @@ import io
 import random
 import re
 import weakref
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -480,6 +481,55 @@ def _alone_and_packed(logs: list[tuple[str, bytes]], collapse: bool) -> tuple[An
     for seg, (recs, frames) in pipeline.parse_segments(segments, LineParser(), None, collapse):
         packed[seg.source] += read(seg.stats, recs, frames)
     return alone, [(packed[name], facts(stats[name])) for name, _ in logs]
+
+
+@pytest.mark.parametrize("collapse", [False, True])
+def test_packs_typed_at_once_read_as_one_at_a_time(
+    collapse: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packs typed on several threads at once (the exporter types two) give every segment the
+    records and every input the accounting that typing one pack at a time gives. The batches
+    are small, so that one log's consecutive batches are typed at once: their lines count
+    into the same input's accounting (real fixtures, damaged ones among them, and a binary
+    input)."""
+    real = sorted(FIXTURES.glob("real/*.log"))[::5] + sorted(FIXTURES.glob("real/long/*.log"))
+    logs = [(p.name, p.read_bytes()) for p in real]
+    logs.insert(2, ("binary.bin", bytes(range(256)) * 64))
+    monkeypatch.setattr(pipeline, "BATCH_LINES", 32)
+
+    def typed(typers: int) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+        stats = {name: SourceStats(name) for name, _ in logs}
+        segments = (
+            pipeline.Segment(name, stats[name], batch)
+            for name, data in logs
+            for batch in iter_batches(io.BytesIO(data), name, stats[name].damaged, size=32)
+        )
+        got = [
+            (seg.source, [record_to_dict(r, with_text=True) for r in recs], len(frames))
+            for seg, (recs, frames) in pipeline.parse_segments(
+                segments, LineParser(), None, collapse, typers=typers
+            )
+        ]
+        facts = {
+            name: (
+                {
+                    f.name: getattr(st, f.name)
+                    for f in dataclasses.fields(st)
+                    if f.name != "damaged"
+                },
+                st.damaged.counts(),
+            )
+            for name, st in stats.items()
+        }
+        return got, facts
+
+    one, one_facts = typed(1)
+    # a long log is dozens of batches, typed a few at once
+    assert max(Counter(source for source, _recs, _frames in one).values()) > 30
+    for typers in (2, 3):
+        got, facts = typed(typers)
+        assert facts == one_facts, typers
+        assert got == one, typers
 
 
 def _count_typing(monkeypatch: pytest.MonkeyPatch) -> list[int]:

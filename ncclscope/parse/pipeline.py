@@ -30,9 +30,11 @@ import dataclasses
 import functools
 import itertools
 import operator
+import threading
 import typing
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 
@@ -59,7 +61,7 @@ from ncclscope.parse.frames import (
 )
 from ncclscope.parse.grammar import RAY_REPEATED_END, Markers
 from ncclscope.parse.parser import LineParser, SourceStats, shape_of
-from ncclscope.parse.reader import Line, Lines, ReadMeter, TextBatch
+from ncclscope.parse.reader import Damage, Line, Lines, ReadMeter, TextBatch
 from ncclscope.parse.transform import (
     as_float,
     as_int,
@@ -142,10 +144,14 @@ def parse_segments(
     collapse: bool = False,
     contain: bool = False,
     row_frames: bool = False,
+    typers: int = 1,
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
     frames of the kinds read as columns. With the lark engine every line is read by Lark. A
     :class:`Step` among the segments is run in its place.
+
+    ``typers``: how many packs of segments are typed at once, each on a thread of its own
+    (see ``_typed``).
 
     A run types a message once (match.MessageMemo): the messages that repeat in a batch, as a
     big job's init messages do across ranks, are not typed again in the batches after it.
@@ -182,7 +188,8 @@ def parse_segments(
     The inputs are read and typed a batch ahead, on a thread of their own (``read_ahead``),
     while the caller takes the batch before: the steps run on the caller's thread, in their
     place."""
-    for item in read_ahead(_typed(segments, parser, kinds, collapse, contain, row_frames)):
+    typed = _typed(segments, parser, kinds, collapse, contain, row_frames, typers)
+    for item in read_ahead(typed):
         if isinstance(item, Step):
             item.run()
         else:
@@ -196,24 +203,99 @@ def _typed(
     collapse: bool,
     contain: bool,
     row_frames: bool,
+    typers: int = 1,
 ) -> Iterator[tuple[Segment, Batch] | Step]:
-    """``parse_segments``' segments typed, and its steps, in the order given."""
+    """``parse_segments``' segments typed, and its steps, in the order given.
+
+    The packs are typed on ``typers`` threads, at most ``typers`` packs at a time, and handed
+    on in input order. Typing is mostly polars work, which runs without the interpreter's
+    lock: where the caller's work is light (an export of collective calls writes its rows in
+    Arrow), two packs typed at once keep two cores busy. Each thread has its own memo (a run
+    reads the same whatever a memo holds: it only spares typing again). A pack's segments
+    count their lines into accounting of their own, added to their input's as they are handed
+    on: consecutive batches of one big log are typed at once."""
+    local = threading.local()
+
+    def typed(pack: list[Segment | Step]) -> list[tuple[Segment, Batch] | Step]:
+        memo = getattr(local, "memo", None)
+        if memo is None:
+            memo = local.memo = match.MessageMemo()
+        return list(_parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames))
+
+    with ThreadPoolExecutor(typers, thread_name_prefix="ncclscope-typer") as pool:
+        pending: deque[tuple[list[Segment | Step], Future[list[tuple[Segment, Batch] | Step]]]]
+        pending = deque()
+        try:
+            for pack in _packs(segments):
+                pending.append((pack, pool.submit(typed, [_apart(item) for item in pack])))
+                if len(pending) >= typers:
+                    yield from _handed(*pending.popleft())
+            while pending:
+                yield from _handed(*pending.popleft())
+        finally:
+            for _pack, future in pending:
+                future.cancel()
+
+
+def _packs(segments: Iterable[Segment | Step]) -> Iterator[list[Segment | Step]]:
+    """Consecutive segments of different inputs packed together, up to BATCH_LINES lines and
+    BATCH_CHARS characters (see ``parse_segments``), and the steps in their place."""
     pack: list[Segment | Step] = []
     size = chars = 0
-    memo = match.MessageMemo()
     for item in segments:
         if isinstance(item, Segment):
             n, c = _length(item.lines), _chars(item.lines)
             if size and (
                 size + n > BATCH_LINES or chars + c > BATCH_CHARS or _holds(pack, item.source)
             ):
-                yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames)
+                yield pack
                 pack, size, chars = [], 0, 0
             size += n
             chars += c
         pack.append(item)
     if pack:
-        yield from _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames)
+        yield pack
+
+
+def _apart(item: Segment | Step) -> Segment | Step:
+    """A segment with accounting of its own, to be typed while its input's other batches are:
+    what the typing reads of the input's accounting (a binary input) is copied."""
+    if isinstance(item, Step):
+        return item
+    stats = SourceStats(item.source, damaged=Damage(binary=item.stats.damaged.binary))
+    return Segment(item.source, stats, item.lines, item.meter)
+
+
+def _handed(
+    pack: list[Segment | Step], typed: Future[list[tuple[Segment, Batch] | Step]]
+) -> Iterator[tuple[Segment, Batch] | Step]:
+    """A typed pack's items, each segment's accounting added to its input's."""
+    for item, got in zip(pack, typed.result(), strict=True):
+        if isinstance(got, Step):
+            yield got
+            continue
+        assert isinstance(item, Segment)
+        part, batch = got
+        _count_in(item.stats, part.stats)
+        yield item, batch
+
+
+def _count_in(total: SourceStats, part: SourceStats) -> None:
+    """Add a segment's accounting to its input's."""
+    for f in dataclasses.fields(SourceStats):
+        value = getattr(part, f.name)
+        if isinstance(value, int):
+            setattr(total, f.name, getattr(total, f.name) + value)
+    total.shapes.update(part.shapes)
+    if part.error is not None:
+        total.error = part.error
+    for f in dataclasses.fields(Damage):
+        value = getattr(part.damaged, f.name)
+        if isinstance(value, bool):
+            setattr(total.damaged, f.name, getattr(total.damaged, f.name) or value)
+        elif isinstance(value, int):
+            setattr(total.damaged, f.name, getattr(total.damaged, f.name) + value)
+    total.damaged.notes += part.damaged.notes
 
 
 def read_ahead(items: Iterator[_T]) -> Iterator[_T]:
