@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -288,8 +289,17 @@ def test_an_export_typing_packs_at_once_writes_what_one_at_a_time_does(
     logs = real_logs()[::11] + sorted((REAL / "long").glob("*.log"))
     monkeypatch.setattr(pipeline, "BATCH_LINES", 32)
     monkeypatch.setattr(writer, "BATCH_LINES", 32)
+    columnar = pipeline._columnar
+    threads: set[str] = set()
+
+    def typing(*args: Any) -> Any:
+        threads.add(threading.current_thread().name)
+        return columnar(*args)
+
+    monkeypatch.setattr(pipeline, "_columnar", typing)
     assert writer.TYPERS > 1
     at_once = _export_job(logs, tmp_path / "at-once")
+    assert len(threads) == writer.TYPERS
     monkeypatch.setattr(writer, "TYPERS", 1)
     one_by_one = _export_job(logs, tmp_path / "one-by-one")
     assert at_once.keys() == one_by_one.keys()

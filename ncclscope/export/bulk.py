@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from ncclscope._mp import pool_context
 from ncclscope.errors import InputError, UsageError
-from ncclscope.export import fs
+from ncclscope.export import fs, writer
 from ncclscope.export.fs import Folder
 from ncclscope.export.identify import Scan, Unit, identities, scan
 from ncclscope.export.schemas import SOURCES, TABLES
@@ -503,6 +503,8 @@ class JobTask:
     prior: frozenset[tuple[str, str]] | None = None
     #: sha256 of the inputs, when the driver has them already; None: the worker hashes
     hashes: dict[str, str] | None = None
+    #: packs of lines typed at once (writer.TYPERS where the job runs alone)
+    typers: int = 1
 
 
 def do_job(task: JobTask, progress: Progress | None = None) -> JobResult:
@@ -512,7 +514,7 @@ def do_job(task: JobTask, progress: Progress | None = None) -> JobResult:
     hashes = task.hashes if task.hashes is not None else job_hashes(task.plan)
     if task.prior is not None and is_known(task.plan, hashes, task.prior):
         return skipped(task.plan)
-    return export_job(task.plan, task.out, _worker_parser(), hashes, progress)
+    return export_job(task.plan, task.out, _worker_parser(), hashes, progress, task.typers)
 
 
 def _triage(
@@ -702,7 +704,9 @@ class LocalEngine:
         if not todo:
             display = None  # nothing to show: the summary says so
         report.workers = n
-        tasks = [JobTask(plan, out, None, hashes) for plan, hashes in todo]
+        # a job alone types two packs at once; jobs side by side use the cores already
+        typers = writer.TYPERS if n == 1 else 1
+        tasks = [JobTask(plan, out, None, hashes, typers) for plan, hashes in todo]
         try:
             if n == 1:
                 if display is not None:

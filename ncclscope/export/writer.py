@@ -55,11 +55,12 @@ if TYPE_CHECKING:
 
 #: rows buffered per table before a row group is written: bounds memory per table
 ROW_GROUP = 16_384
-#: packs of lines typed at once (ncclscope.parse.pipeline._typed): an export's own work is
-#: Arrow's, which leaves the interpreter free, so two packs typed at once use both cores of a
-#: two-core machine (a diagnose, whose model building is Python, types one at a time). The
-#: benchmark measured export of 100 MB of the COLL-heavy log at 3.97 -> 3.50 s (median of 4,
-#: alternating), for one more pack held (+54 MiB peak RSS).
+#: packs of lines typed at once (ncclscope.parse.pipeline._typed) by an export that has the
+#: machine to itself: its own work is Arrow's, which leaves the interpreter free, so two packs
+#: typed at once use both cores of a two-core machine (a diagnose, whose model building is
+#: Python, types one at a time; jobs exported side by side in processes of their own, one).
+#: Export of 100 MB of the COLL-heavy log 3.97 -> 3.50 s (median of 4, alternating), for one
+#: more pack held (+54 MiB peak RSS).
 TYPERS = 2
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 #: texts whose values are (nearly) all distinct: neither a dictionary nor min/max statistics
@@ -326,9 +327,16 @@ class JobExport:
     """The table writers of one job, and the routing of records into them."""
 
     def __init__(
-        self, plan: JobPlan, out: Folder, parser: LineParser, progress: Progress | None = None
+        self,
+        plan: JobPlan,
+        out: Folder,
+        parser: LineParser,
+        progress: Progress | None = None,
+        typers: int = 1,
     ) -> None:
         self.plan = plan
+        #: packs of lines typed at once (see TYPERS)
+        self.typers = typers
         #: told after each batch how far the input being read is
         self.progress = progress
         self.job_id = plan.job_id
@@ -370,7 +378,7 @@ class JobExport:
                 collapse=True,
                 contain=True,
                 row_frames=True,
-                typers=TYPERS,
+                typers=self.typers,
             ):
                 self._take(seg, records, frames)
             self._job_tables(self.builder.finish())
@@ -739,12 +747,14 @@ def export_job(
     parser: LineParser,
     hashes: dict[str, str] | None = None,
     progress: Progress | None = None,
+    typers: int = 1,
 ) -> JobResult:
     """Export one job to the dataset at ``out`` (a path, a URL or a Folder). ``hashes`` (path →
-    sha256 of the file) are computed when not given."""
+    sha256 of the file) are computed when not given; ``typers``: packs of lines typed at
+    once (TYPERS where the job has the machine to itself)."""
     if hashes is None:
         hashes = job_hashes(plan)
-    result = JobExport(plan, fs.folder(out), parser, progress).run(hashes)
+    result = JobExport(plan, fs.folder(out), parser, progress, typers).run(hashes)
     result.size = sum(_size(i.path) or 0 for i in plan.inputs)
     return result
 
