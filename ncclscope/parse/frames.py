@@ -170,13 +170,8 @@ class KindFrame:
         own = own_fields(self.cls)
         table = self.rows if rows is None else rows
         n = table.height
-        env = Envelopes(
-            [0] * n,
-            table.get_column("line").to_list(),
-            table.get_column("text").to_list(),
-            [LEVELS[v] for v in table.get_column("level").to_list()],
-            [shared_values(table.get_column(name)) for name in ENVELOPE],
-        )
+        # a frame is one source's: every row is ``sources[0]``
+        env = Envelopes.of(table.with_columns(pl.lit(0).alias("src")))
         # a list column holds a tuple field (an allocation's timings); a null is the field's
         # default
         columns = [
