@@ -81,9 +81,11 @@ def build(
     read whole; each file or member (and stdin) is a log or a trace artifact (topology/graph
     XML, Inspector, RAS, Flight Recorder …, ncclscope.traces) by its content, and both join the
     one model (ncclscope.traces.inputs)."""
+    from ncclscope.model.connections import ConnectionRows
     from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
+    from ncclscope.model.records.topology import Connection
     from ncclscope.parse.frames import bulk_of
-    from ncclscope.parse.pipeline import Segment, parse_segments
+    from ncclscope.parse.pipeline import Segment, connection_records, parse_segments
     from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, log_segments
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
@@ -103,10 +105,21 @@ def build(
             else:
                 stats.append(item.stats())
 
-    for seg, (records, frames) in parse_segments(logs(), parser, collapse=True):
+    for seg, (records, frames) in parse_segments(
+        logs(), parser, collapse=True, connection_rows=True
+    ):
         if progress is not None and seg.meter is not None:
             progress(seg.source, seg.meter)
-        builder.add_batch(records, [bulk_of(f, seg.source) for f in frames], collapsed=True)
+        builder.add_batch(
+            records,
+            [bulk_of(f, seg.source) for f in frames if not issubclass(f.cls, Connection)],
+            collapsed=True,
+            connections=[
+                ConnectionRows(seg.source, f.cls, f.rows, connection_records)
+                for f in frames
+                if issubclass(f.cls, Connection)
+            ],
+        )
     for art in artifacts:
         # one unreadable artifact is reported, and the rest of the job is still read
         for rec in art.read.records if art.read is not None else ():

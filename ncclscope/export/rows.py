@@ -21,6 +21,7 @@ from ncclscope.export.schemas import (
     TREES,
     Table,
 )
+from ncclscope.model.connections import transport_class
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CollCall
 from ncclscope.model.records.serialize import own_field_names, own_fields_to_dict, plain
@@ -34,7 +35,6 @@ from ncclscope.model.records.topology import (
     RingOrder,
     Trees,
 )
-from ncclscope.model.views import transport_class
 from ncclscope.parse.frames import ENVELOPE, KindFrame, RowFrame, json_object, own_fields
 
 Row = dict[str, Any]

@@ -17,10 +17,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ncclscope.model.connections import transport_class
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.topology import Connection
-from ncclscope.model.views import transport_class, views
+from ncclscope.model.views import views
 
 #: hosts past which the pictures draw hosts rather than ranks (unless asked for ranks)
 HOST_VIEW_AT = 4

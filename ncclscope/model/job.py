@@ -17,11 +17,14 @@ import dataclasses
 import functools
 import operator
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
+import polars as pl
+
 from ncclscope.model.collapse import collapse_connections
+from ncclscope.model.connections import ConnectionRows
 from ncclscope.model.enums import Level, NcclResult
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import ReturnCode
@@ -38,6 +41,7 @@ HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
 _RAY_FOLDED = "x across cluster]"
 
 _HOST = operator.attrgetter("host")
+_LINE = operator.attrgetter("line")
 
 ProcessKey = tuple[str | None, int | None]
 ThreadKey = tuple[str, str | None, int | None, int | None]
@@ -173,17 +177,41 @@ class Job:
         self.lines_per_process: Counter[ProcessKey] = Counter()
         #: where each process printed first (source, line)
         self.first_seen: dict[ProcessKey, tuple[str, int]] = {}
+        #: the connections the pipeline kept as rows (ncclscope.model.connections): built into
+        #: records only if a query asks for every connection as records (``of``)
+        self._connection_rows: list[ConnectionRows] = []
 
     # -- queries -------------------------------------------------------------------------------
 
     def of(self, *classes: type[R]) -> list[R]:
-        """Records of these kinds, in input order (source, then line)."""
+        """Records of these kinds, in input order (source, then line). Connections are better
+        asked as a table (ncclscope.model.connections): as records, every one is built."""
+        if self._connection_rows and any(cls.KIND == Connection.KIND for cls in classes):
+            self._build_connections()
         out: list[R] = []
         for cls in classes:
             out.extend(self._by_kind.get(cls.KIND, ()))  # type: ignore[arg-type]
         if len(classes) > 1:
             out.sort(key=self.input_order())
         return out
+
+    @property
+    def connection_rows(self) -> list[ConnectionRows]:
+        """The connections kept as rows (not yet built into records)."""
+        return self._connection_rows
+
+    @property
+    def held_connections(self) -> list[Connection]:
+        """The connections held as records (a line Lark read, a trace's, or every one once
+        ``of(Connection)`` built them)."""
+        return cast(list[Connection], self._by_kind.get(Connection.KIND, []))
+
+    def _build_connections(self) -> None:
+        built = [rec for rows in self._connection_rows for rec in rows.records()]
+        self._connection_rows = []
+        held = self._by_kind[Connection.KIND]
+        held.extend(built)
+        held.sort(key=self.input_order())
 
     def input_order(self) -> Callable[[Record], tuple[int, int]]:
         """The sort key of input order: (the source's place in ``sources``, line). Sort with it
@@ -228,8 +256,45 @@ class Job:
     def records_by_kind(self) -> Iterator[Record]:
         """Every stored (low-volume) record, kind by kind: for a question whose answer does not
         depend on order (the last line of each source), without the sort of ``all_records``."""
+        if self._connection_rows:
+            self._build_connections()
         for group in self._by_kind.values():
             yield from group
+
+    def stamps(self) -> list[tuple[str, int, str]]:
+        """(source, line, timestamp) of every ``printed_records`` record with a timestamp,
+        without building the connections kept as rows (their first line's)."""
+        out = [
+            (rec.source, rec.line, rec.timestamp)
+            for group in (
+                *self._by_kind.values(),
+                *(s.last.values() for s in self.summaries.values()),
+            )
+            for rec in group
+            if rec is not None and rec.timestamp
+        ]
+        for rows in self._connection_rows:
+            stamped = rows.rows.filter(pl.col("timestamp").fill_null("") != "")
+            out += [
+                (rows.source, line, stamp)
+                for line, stamp in stamped.select("line", "timestamp").iter_rows()
+            ]
+        return out
+
+    def last_lines(self) -> dict[str, int]:
+        """The last line of each source that printed a stored record, a connection (its first
+        line) or the last record of a summarised kind's slot: ``printed_records``' lines,
+        without building the connections kept as rows."""
+        out: dict[str, int] = {}
+        for group in (*self._by_kind.values(), *(s.last.values() for s in self.summaries.values())):
+            for rec in group:
+                if rec is not None and rec.line > out.get(rec.source, 0):
+                    out[rec.source] = rec.line
+        for rows in self._connection_rows:
+            last = rows.rows.get_column("line").max()
+            if isinstance(last, int) and last > out.get(rows.source, 0):
+                out[rows.source] = last
+        return out
 
     def printed_records(self) -> Iterator[Record]:
         """``records_by_kind`` and the last record of each summarised kind's slot (the last
@@ -298,20 +363,37 @@ class JobBuilder:
         self._process(rec)
         self._chain(rec, thread)
 
-    def add_batch(self, records: list[Record], bulks: list[Bulk], collapsed: bool = False) -> None:
+    def add_batch(
+        self,
+        records: list[Record],
+        bulks: list[Bulk],
+        collapsed: bool = False,
+        connections: Sequence[ConnectionRows] = (),
+    ) -> None:
         """Records of one batch of one source, in order, and the bulk rows typed alongside them:
         the model is the one ``add`` gives for all of them in line order, a connection's
         lines on several channels read as one record (ncclscope.model.collapse; ``collapsed``:
-        the records already are, as ``parse_segments(..., collapse=True)`` gives them)."""
+        the records already are, as ``parse_segments(..., collapse=True)`` gives them).
+        ``connections``: the batch's connections as rows (``parse_segments(...,
+        connection_rows=True)``), kept as they are, as if each were its record."""
         if not collapsed:
             records = collapse_connections(records, self._summarised)
-        if not bulks:
+        kept: list[ConnectionRows] = []
+        for conns in connections:
+            if conns.rows.get_column("level").eq("WARN").any():
+                # a WARN opens an error chain: read as records, as without rows
+                records = sorted(records + list(conns.records()), key=_LINE)
+            elif conns.rows.height:
+                kept.append(conns)
+        if not bulks and not kept:
             for rec in records:
                 self.add(rec)
             return
         job = self.job
         # What a record's first appearance inserts (dict order is input order), in line order.
         events: list[tuple[int, int, Callable[[], None]]] = []
+        for conns in kept:
+            events += self._rows_events(conns)
         for b in bulks:
             events.append((b.first_line, 0, functools.partial(self._bulk_kind, b)))
             for first, host, pid, _devs in b.processes:
@@ -321,6 +403,7 @@ class JobBuilder:
             for first, slot, _last, _rec in b.slots:
                 events.append((first, 2, functools.partial(self._bulk_slot, b.kind, slot)))
         events.sort(key=lambda e: (e[0], e[1]))
+        lined: list[Bulk | ConnectionRows] = [*bulks, *kept]
         lines_of: dict[ThreadKey, list[int]] | None = None
         ei = 0
         for rec in records:
@@ -332,9 +415,9 @@ class JobBuilder:
                 chain = self._open.get(thread)
                 if chain is not None:
                     if lines_of is None:
-                        lines_of = _merge_thread_lines(bulks, _open_in(bulks, self._open))
+                        lines_of = _merge_thread_lines(lined, _open_in(lined, self._open))
                     elif thread not in lines_of:
-                        lines_of.update(_merge_thread_lines(bulks, {thread}))
+                        lines_of.update(_merge_thread_lines(lined, {thread}))
                     if _any_between(lines_of.get(thread), chain.records[-1].line, rec.line):
                         del self._open[thread]
             self.add(rec)
@@ -343,10 +426,14 @@ class JobBuilder:
         if self._open:
             # only a chain of a thread with bulk rows here can be ended by them (the rows of a
             # batch are one input's, and a job of per-rank logs has a chain open per input)
-            lines_of = _merge_thread_lines(bulks, _open_in(bulks, self._open))
+            lines_of = _merge_thread_lines(lined, _open_in(lined, self._open))
             for thread, lines in lines_of.items():
                 if _any_between(lines, self._open[thread].records[-1].line, None):
                     del self._open[thread]
+        for conns in kept:
+            conns.read()
+            job.counts[Connection.KIND] += conns.lines
+            job._connection_rows.append(conns)
         for b in bulks:
             self._count_related(b)
             job.counts[b.kind] += b.count
@@ -367,6 +454,50 @@ class JobBuilder:
         if len({id(rows) for _line, rows in self._pending.values()}) > PENDING_BULKS_MAX:
             # slots last seen in many different batches: build them rather than hold every batch
             self._build_pending()
+
+    def _rows_events(self, rows: ConnectionRows) -> list[tuple[int, int, Callable[[], None]]]:
+        """What connection rows insert as records would (their source, a process not seen yet,
+        a device not seen yet of a process), each at the first line that does: (line, order at
+        one line, what it does)."""
+        job = self.job
+        frame = rows.rows
+        if rows.source not in job.folded_sources and (
+            frame.get_column("text").str.contains(_RAY_FOLDED, literal=True).any()
+        ):
+            job.folded_sources.add(rows.source)
+        first_line = int(frame.get_column("line").min())  # type: ignore[arg-type]
+        out: list[tuple[int, int, Callable[[], None]]] = [
+            (first_line, 0, functools.partial(self._rows_source, rows.source))
+        ]
+        first: dict[ProcessKey, int] = {}
+        processes = job.processes
+        for host, pid, dev, line in (
+            frame.filter(pl.col("host").is_not_null() | pl.col("pid").is_not_null())
+            .group_by("host", "pid", "dev")
+            .agg(pl.col("line").min())
+            .iter_rows()
+        ):
+            key: ProcessKey = (host, pid)
+            if line < first.get(key, line + 1):
+                first[key] = line
+            proc = processes.get(key)
+            if dev is not None and (proc is None or dev not in proc.devs):
+                out.append((line, 2, functools.partial(self._rows_dev, key, dev)))
+        out += [
+            (line, 1, functools.partial(self._bulk_process, rows.source, line, host, pid))
+            for (host, pid), line in first.items()
+            if (host, pid) not in processes
+        ]
+        return out
+
+    def _rows_source(self, source: str) -> None:
+        if source not in self._sources:
+            self._add_source(source)
+
+    def _rows_dev(self, key: ProcessKey, dev: int) -> None:
+        proc = self.job.processes[key]
+        if dev not in proc.devs:
+            proc.devs += (dev,)
 
     def _build_pending(self) -> None:
         by_rows: dict[int, tuple[LastRows, list[tuple[str, SlotKey, int]]]] = {}
@@ -515,6 +646,9 @@ def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
     for recs in job._by_kind.values():
         # counted in C, not by a Python loop over every record (a big job's init has millions)
         per_host.update(map(_HOST, recs))
+    if job._connection_rows:
+        column = pl.concat([c.rows.get_column("host") for c in job._connection_rows])
+        per_host.update(dict(column.value_counts().iter_rows()))
     weight: Counter[str] = Counter({h: n for h, n in per_host.items() if h is not None})
     for summ in job.summaries.values():
         for slot in summ.last:
@@ -573,6 +707,32 @@ def _reconcile(job: Job) -> None:
         for at, host in enumerate(map(_HOST, recs)):
             if host in damaged:
                 recs[at] = fix(recs[at])
+    # the connections kept as rows: their host put back by a join on (printed host, pid)
+    repaired = pl.DataFrame(
+        [(printed, -1 if pid is None else pid, host) for (printed, pid), host in moved.items()],
+        schema={"host": pl.String, "_pid": pl.Int64, "_repaired": pl.String},
+        orient="row",
+    )
+    printed_hosts = pl.Series(sorted(damaged), dtype=pl.String).implode()
+    for conns in job._connection_rows:
+        if not conns.rows.get_column("host").is_in(printed_hosts).any():
+            continue
+        frame = conns.rows.with_columns(pl.col("pid").fill_null(-1).alias("_pid")).join(
+            repaired, on=["host", "_pid"], how="left", maintain_order="left"
+        )
+        hit = frame.filter(pl.col("_repaired").is_not_null())
+        if not hit.height:
+            continue
+        printed_lines = (
+            pl.col("more_lines").list.len().cast(pl.Int64) + 1
+            if "more_lines" in frame.columns
+            else pl.lit(1, dtype=pl.Int64)
+        )
+        for printed, pid, n in hit.group_by("host", "pid").agg(printed_lines.sum()).iter_rows():
+            counts[(printed, pid)] += n
+        conns.rows = frame.with_columns(pl.coalesce("_repaired", "host").alias("host")).drop(
+            "_pid", "_repaired"
+        )
     # the lines of the moved processes' records (the lines of summarised kinds are counted)
     for key, lines in counts.items():
         job.lines_per_process[key] += lines
@@ -611,12 +771,21 @@ def _reconcile(job: Job) -> None:
     job.repairs.sort(key=lambda r: (r.first, r.printed))
 
 
-def _open_in(bulks: list[Bulk], chains: dict[ThreadKey, ErrorChain]) -> set[ThreadKey]:
-    """The threads of open chains that have rows in these bulks."""
-    return {t for b in bulks for t in b.threads if t in chains}
+def _open_in(
+    bulks: Sequence[Bulk | ConnectionRows], chains: dict[ThreadKey, ErrorChain]
+) -> set[ThreadKey]:
+    """The threads of open chains that have rows in these bulks (a batch's bulks and
+    connections are on thousands of threads, its open chains on a few)."""
+    open_threads = set(chains)
+    out: set[ThreadKey] = set()
+    for b in bulks:
+        out |= open_threads & b.threads
+    return out
 
 
-def _merge_thread_lines(bulks: list[Bulk], threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
+def _merge_thread_lines(
+    bulks: Sequence[Bulk | ConnectionRows], threads: set[ThreadKey]
+) -> dict[ThreadKey, list[int]]:
     out: dict[ThreadKey, list[int]] = {thread: [] for thread in threads}
     for b in bulks:
         wanted = threads & b.threads

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ncclscope.model.bandwidth import achieved
+from ncclscope.model.connections import transport_class
 from ncclscope.model.enums import Transport
 from ncclscope.model.fabric import host_fabrics
 from ncclscope.model.job import Job
@@ -34,7 +35,7 @@ from ncclscope.model.records.topology import (
     TuningChoice,
 )
 from ncclscope.model.records.version_env import CudaDriverVersion, EnvSetting, VersionBanner
-from ncclscope.model.views import transport_class, views
+from ncclscope.model.views import views
 
 #: peer classes of a connection: between hosts, inside one, or unknown (ranks not placed)
 INTER, INTRA, UNPLACED = "inter-node", "intra-node", "peer host unknown"

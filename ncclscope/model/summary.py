@@ -72,7 +72,7 @@ def summarise(job: Job) -> BuiltSummary:
     if not channels:
         channels = sorted({r.nchannels for r in job.of(RingOrder) if r.nchannels})
     notes: list[str] = []
-    if job.has(CommInit) and not job.of(Connection):
+    if job.has(CommInit) and not job.has(Connection):
         notes.append(
             "No per-peer connection lines: NCCL >= 2.22 connects channels lazily, or the log was cut."
         )

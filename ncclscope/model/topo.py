@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
+from ncclscope.model.connections import transport_class
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
@@ -45,7 +46,6 @@ from ncclscope.model.views import (
     JobViews,
     RankInfo,
     printer_rank,
-    transport_class,
     views,
 )
 

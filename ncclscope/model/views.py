@@ -28,6 +28,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Final, cast
 
+import polars as pl
+
+from ncclscope.model.connections import (
+    ConnectionEnds,
+    connections,
+    ends_of,
+)
 from ncclscope.model.job import Job, ThreadKey
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import CollCall, CommInit, CommSummary
@@ -121,14 +128,6 @@ def comm_key(rec: CommInit) -> CommKey:
 #: the start of an ``ncclCommInitRank`` line cut by a collector after its ``nranks`` field
 _CUT_INIT = re.compile(r"ncclCommInitRank comm (0x[0-9a-fA-F]+) rank (\d+) nranks (\d+)\s")
 
-_NUM = re.compile(r"/\d+(\(\d+\))?")
-
-
-def transport_class(conn: Connection) -> str:
-    """A connection's transport without channel-specific numbers: ``P2P/IPC/read``,
-    ``SHM/direct/direct``, ``NET/IB/GDRDMA``, ``NET/Socket``."""
-    return _NUM.sub("", conn.transport_detail)
-
 
 def line_count(conns: Iterable[Connection]) -> int:
     """How many lines printed these connections (the model reads a connection's lines on
@@ -136,9 +135,9 @@ def line_count(conns: Iterable[Connection]) -> int:
     return sum(len(c.printed_lines) for c in conns)
 
 
-def printer_rank(rec: Record) -> tuple[int, int] | None:
+def printer_rank(rec: Record | ConnectionEnds) -> tuple[int, int] | None:
     """(the rank that printed a connection, ring or tree line, the highest rank it names)."""
-    if isinstance(rec, Connection):
+    if isinstance(rec, Connection | ConnectionEnds):
         if rec.to_rank is None:
             return None
         me = rec.to_rank if (rec.reverse or rec.direction is Direction.RECEIVE) else rec.from_rank
@@ -164,7 +163,7 @@ def printer_rank(rec: Record) -> tuple[int, int] | None:
 _ThreadInits = tuple[tuple[int, ...], tuple[tuple[CommKey, bool], ...]]
 
 
-def _admits(comm: Communicator, rec: Record, who: tuple[int, int]) -> bool:
+def _admits(comm: Communicator, rec: Record | ConnectionEnds, who: tuple[int, int]) -> bool:
     """Whether a line can be about ``comm``: every rank it names is below its size, the rank
     that printed it is held there by the printing process, and a connection's devices (the
     ``rank[dev]`` brackets, 2.18.3+) are those of the ranks it names."""
@@ -174,7 +173,7 @@ def _admits(comm: Communicator, rec: Record, who: tuple[int, int]) -> bool:
     mine = comm.ranks.get(me)
     if mine is not None and (mine.host, mine.pid) != (rec.host, rec.pid):
         return False
-    if isinstance(rec, Connection):
+    if isinstance(rec, Connection | ConnectionEnds):
         for rank, dev in ((rec.from_rank, rec.from_dev), (rec.to_rank, rec.to_dev)):
             info = comm.ranks.get(rank) if rank is not None else None
             if info is None or dev is None:
@@ -184,7 +183,7 @@ def _admits(comm: Communicator, rec: Record, who: tuple[int, int]) -> bool:
     return True
 
 
-def _distance(rec: Record, ri: RankInfo) -> tuple[int, int, int]:
+def _distance(rec: Record | ConnectionEnds, ri: RankInfo) -> tuple[int, int, int]:
     """How well an Init line of ``ri`` brackets ``rec``: same thread and following it first."""
     best = (3, 0, 0)
     for init in (ri.complete, ri.start):
@@ -333,7 +332,7 @@ class JobViews:
                 out[(info.host, info.pid)].append(info)
         return dict(out)
 
-    def comm_of(self, rec: Record) -> CommKey | None:
+    def comm_of(self, rec: Record | ConnectionEnds) -> CommKey | None:
         """The communicator a line printed during init belongs to (module docstring), or None
         when no Init line of its process places it."""
         who = printer_rank(rec)
@@ -359,7 +358,7 @@ class JobViews:
             return None
         return min(fits, key=lambda ri: _distance(rec, ri)).comm
 
-    def _comm_in_init(self, rec: Record) -> CommKey | None:
+    def _comm_in_init(self, rec: Record | ConnectionEnds) -> CommKey | None:
         inits = self._inits_by_thread.get((rec.source, rec.host, rec.pid, rec.tid))
         if inits is None:
             return None
@@ -388,13 +387,54 @@ class JobViews:
 
     @cached_property
     def connections_by_comm(self) -> dict[CommKey | None, list[Connection]]:
-        """Connection lines by the communicator they belong to (None: not placed)."""
+        """Connection lines by the communicator they belong to (None: not placed): every
+        connection built as a record (a picture's question; a rule asks ``placed``)."""
         out: dict[CommKey | None, list[Connection]] = defaultdict(list)
-        for conn in self.job.of(Connection):
-            out[self._comm_of_connection(conn)].append(conn)
+        places = self.placed.get_column("comm").to_list()
+        for conn, key in zip(connections(self.job).records(), places, strict=True):
+            out[key].append(conn)
         return dict(out)
 
+    @cached_property
+    def placed(self) -> pl.DataFrame:
+        """The job's connection table (ncclscope.model.connections) with, per connection, its
+        communicator (``comm``: ``comm_of``), the hosts of its two ranks there (``from_host``,
+        ``to_host``) and whether they differ (``crosses``: ``crosses_nodes``)."""
+        table = connections(self.job).table
+        comms: list[CommKey | None] = []
+        sources: list[str | None] = []
+        targets: list[str | None] = []
+        for conn in ends_of(table):
+            key = self.comm_of(conn)
+            comms.append(key)
+            hosts = self.hosts_in(key)
+            sources.append(hosts.get(conn.from_rank))
+            targets.append(None if conn.to_rank is None else hosts.get(conn.to_rank))
+        a, b = pl.col("from_host"), pl.col("to_host")
+        return table.with_columns(
+            pl.Series("comm", comms, dtype=pl.String),
+            pl.Series("from_host", sources, dtype=pl.String),
+            pl.Series("to_host", targets, dtype=pl.String),
+        ).with_columns(
+            pl.when(a.is_null() | b.is_null()).then(None).otherwise(a != b).alias("crosses")
+        )
+
+    @cached_property
+    def _places_by_line(self) -> dict[tuple[str, int], tuple[CommKey | None, bool | None] | None]:
+        """(communicator, crosses) of each connection by its (source, line); None where two
+        connections share one (a spliced line): those are placed again."""
+        out: dict[tuple[str, int], tuple[CommKey | None, bool | None] | None] = {}
+        for source, line, comm, crosses in self.placed.select(
+            "source", "line", "comm", "crosses"
+        ).iter_rows():
+            key = (source, line)
+            out[key] = None if key in out else (comm, crosses)
+        return out
+
     def _comm_of_connection(self, conn: Connection) -> CommKey | None:
+        known = self._places_by_line.get((conn.source, conn.line))
+        if known is not None:
+            return known[0]
         key = self._conn_comm.get(id(conn), _UNASKED)
         if key is _UNASKED:
             key = self._conn_comm[id(conn)] = self.comm_of(conn)
@@ -410,10 +450,14 @@ class JobViews:
         out: list[CommFamily] = []
         for (nranks, _multi), comms in shapes.items():
             nodes = max(len(c.hosts) for c in comms)
-            counts: Counter[str] = Counter()
-            for comm in comms:
-                for c in self.connections_by_comm.get(comm.key, ()):
-                    counts[transport_class(c)] += len(c.printed_lines)
+            counts: Counter[str] = Counter(
+                dict(
+                    self.placed.filter(pl.col("comm").is_in([c.key for c in comms]))
+                    .group_by("transport_class")
+                    .agg(pl.col("lines").sum())
+                    .iter_rows()
+                )
+            )
             out.append(
                 CommFamily(
                     nranks,
@@ -515,6 +559,9 @@ class JobViews:
         P2P and SHM are off)."""
         if conn.to_rank is None:
             return None
+        placed = self._places_by_line.get((conn.source, conn.line))
+        if placed is not None:
+            return placed[1]
         known = self._crossing.get(id(conn), _UNASKED)
         if known is not _UNASKED:
             return cast(bool | None, known)
@@ -528,10 +575,14 @@ class JobViews:
     @cached_property
     def transport_counts(self) -> Counter[str]:
         """Connection lines by transport class."""
-        out: Counter[str] = Counter()
-        for c in self.job.of(Connection):
-            out[transport_class(c)] += len(c.printed_lines)
-        return out
+        table = connections(self.job).table
+        return Counter(
+            dict(
+                table.group_by("transport_class", maintain_order=True)
+                .agg(pl.col("lines").sum())
+                .iter_rows()
+            )
+        )
 
 
 def views(job: Job) -> JobViews:

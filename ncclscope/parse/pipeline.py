@@ -145,6 +145,7 @@ def parse_segments(
     contain: bool = False,
     row_frames: bool = False,
     typers: int = 1,
+    connection_rows: bool = False,
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
     frames of the kinds read as columns. With the lark engine every line is read by Lark. A
@@ -181,6 +182,12 @@ def parse_segments(
     connection lines Lark read stay one record each. A connection line then costs a row of
     that frame, not a record.
 
+    ``connection_rows`` (with ``collapse``, not ``row_frames``): for the job model, the
+    patterns' connections come as frames of their rows (a ``KindFrame`` of ``Connection`` or
+    ``ConnectionGroup``, one row per connection, ``connection_records`` builds them), not as
+    records: the model keeps connections as a table (ncclscope.model.connections). A batch
+    whose connections Lark read some lines of gives records, as without it.
+
     ``contain``: a parser error costs the segment it is met in, not the run: its input's
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
     going with the job's other inputs).
@@ -188,7 +195,7 @@ def parse_segments(
     The inputs are read and typed a batch ahead, on a thread of their own (``read_ahead``),
     while the caller takes the batch before: the steps run on the caller's thread, in their
     place."""
-    typed = _typed(segments, parser, kinds, collapse, contain, row_frames, typers)
+    typed = _typed(segments, parser, kinds, collapse, contain, row_frames, typers, connection_rows)
     for item in read_ahead(typed):
         if isinstance(item, Step):
             item.run()
@@ -204,6 +211,7 @@ def _typed(
     contain: bool,
     row_frames: bool,
     typers: int = 1,
+    connection_rows: bool = False,
 ) -> Iterator[tuple[Segment, Batch] | Step]:
     """``parse_segments``' segments typed, and its steps, in the order given.
 
@@ -220,7 +228,9 @@ def _typed(
         memo = getattr(local, "memo", None)
         if memo is None:
             memo = local.memo = match.MessageMemo()
-        return list(_parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames))
+        return list(
+            _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames, connection_rows)
+        )
 
     with ThreadPoolExecutor(typers, thread_name_prefix="ncclscope-typer") as pool:
         pending: deque[tuple[list[Segment | Step], Future[list[tuple[Segment, Batch] | Step]]]]
@@ -339,11 +349,14 @@ def _parse_pack(
     contain: bool,
     memo: match.MessageMemo,
     row_frames: bool = False,
+    connection_rows: bool = False,
 ) -> Iterator[tuple[Segment, Batch] | Step]:
     segments = [s for s in pack if isinstance(s, Segment)]
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
-        batches = iter(_read_pack(segments, parser, kinds, collapse, memo, row_frames))
+        batches = iter(
+            _read_pack(segments, parser, kinds, collapse, memo, row_frames, connection_rows)
+        )
     except Exception as exc:
         if not contain:
             raise
@@ -356,7 +369,7 @@ def _parse_pack(
                     yield item
                 else:
                     yield from _parse_pack(
-                        [item], parser, kinds, collapse, contain, memo, row_frames
+                        [item], parser, kinds, collapse, contain, memo, row_frames, connection_rows
                     )
             return
         segments[0].stats.error = f"{type(exc).__name__}: {exc}"
@@ -388,11 +401,12 @@ def _read_pack(
     collapse: bool,
     memo: match.MessageMemo,
     row_frames: bool = False,
+    connection_rows: bool = False,
 ) -> list[Batch]:
     if not pack:
         return []
     if parser.engine != "lark":
-        return _columnar(pack, parser, memo, kinds, collapse, row_frames)
+        return _columnar(pack, parser, memo, kinds, collapse, row_frames, connection_rows)
     batches: list[Batch] = []
     for seg in pack:
         records: list[Record] = []
@@ -467,6 +481,7 @@ def _columnar(
     kinds: frozenset[str] | None = None,
     collapse: bool = False,
     row_frames: bool = False,
+    connection_rows: bool = False,
 ) -> list[Batch]:
     """The records and frames of each segment of a pack, its lines typed as one column: the
     polars queries cost the same for ten lines as for a hundred thousand, and a job of per-rank
@@ -690,7 +705,16 @@ def _columnar(
         if collapse and not row_frames
         else set()
     )
-    if connections is not None:
+    if connections is not None and connection_rows and not row_frames:
+        # kept as rows: the model's table of connections (see parse_segments), but for the
+        # processes some of whose connection lines Lark read: the model's reading gathers
+        # their lines with those, as records
+        for cls, rows in _grouped_connections(connections, ends, lark, sources):
+            gathered, kept = _read_by_lark(rows, lark_connections, sources)
+            for k, part in _by_segment(kept):
+                out[k][1].append(KindFrame(cls, part.drop("src")))
+            records.extend(_connections(cls, gathered, sources))
+    elif connections is not None:
         groups, lines = _connection_groups(connections, ends, lark, sources, row_frames)
         records.extend(groups)
         if row_frames and lines.height:
@@ -883,18 +907,77 @@ def _connection_groups(
     sources: list[str],
     lines: bool = False,
 ) -> tuple[list[Record], pl.DataFrame]:
-    """The patterns' connection rows as records, the rows of one connection (alike but for
-    line, text, channel and timestamp) in one run of its process as one ``ConnectionGroup``
-    (ncclscope.model.collapse): a run ends at any other record of the process, the patterns'
-    (``ends``: their rows' src, line, host and pid) or Lark's (``others``). With ``lines``, the
-    ``src``, ``line``, ``text`` and ``timestamp`` of the groups' lines come too (else no row).
+    """The patterns' connection rows as records (``_connection_runs``), and with ``lines`` the
+    ``src``, ``line``, ``text`` and ``timestamp`` of the groups' lines (else no row).
 
     Records are built per connection, not per line: a big job's init log is mostly connection
     lines, ~24 per connection (one per channel); on the 4,096-GPU bigjob log, 438k lines became
     records in 13 of 34 s CPU."""
+    single, several, grouped_lines = _connection_runs(rows, ends, others, sources, lines)
+    built = _connections(Connection, single, sources)
+    if several is not None:
+        built += _connections(ConnectionGroup, several, sources)
+    return built, grouped_lines
+
+
+def _read_by_lark(
+    rows: pl.DataFrame, processes: set[tuple[str, str | None, int | None]], sources: list[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The connection rows of these processes (source, host, pid), and the others."""
+    if not processes or not rows.height:
+        return rows.clear(), rows
+    segment = {name: k for k, name in enumerate(sources)}
+    lark = pl.DataFrame(
+        [
+            (segment[source], "\x00" if host is None else host, -1 if pid is None else pid)
+            for source, host, pid in processes
+        ],
+        schema={"src": pl.Int64, "_host": pl.String, "_pid": pl.Int64},
+        orient="row",
+    )
+    # a null host or pid is a value (as in _connection_runs)
+    keyed = rows.with_columns(
+        pl.col("host").fill_null("\x00").alias("_host"), pl.col("pid").fill_null(-1).alias("_pid")
+    )
+    on = ["src", "_host", "_pid"]
+    by_lark = keyed.join(lark, on=on, how="semi").sort("src", "line")
+    rest = keyed.join(lark, on=on, how="anti").sort("src", "line")
+    return by_lark.drop("_host", "_pid"), rest.drop("_host", "_pid")
+
+
+def _grouped_connections(
+    rows: pl.DataFrame, ends: list[pl.DataFrame], others: list[Record], sources: list[str]
+) -> list[tuple[type[Connection], pl.DataFrame]]:
+    """``_connection_runs``' rows as the frames of the connections they are (with ``src``)."""
+    single, several, _lines = _connection_runs(rows, ends, others, sources)
+    out: list[tuple[type[Connection], pl.DataFrame]] = [(Connection, single)]
+    if several is not None and several.height:
+        out.append((ConnectionGroup, several))
+    return out
+
+
+def connection_records(cls: type[Connection], rows: pl.DataFrame, source: str) -> list[Record]:
+    """The records of a frame of one source's connection rows (``parse_segments(...,
+    connection_rows=True)``), built as ``parse_segments`` builds them without it."""
+    return _connections(cls, rows.with_columns(pl.lit(0).alias("src")), [source])
+
+
+def _connection_runs(
+    rows: pl.DataFrame,
+    ends: list[pl.DataFrame],
+    others: list[Record],
+    sources: list[str],
+    lines: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
+    """The patterns' connection rows, the rows of one connection (alike but for line, text,
+    channel and timestamp) in one run of its process as one row of a ``ConnectionGroup``
+    (ncclscope.model.collapse): a run ends at any other record of the process, the patterns'
+    (``ends``: their rows' src, line, host and pid) or Lark's (``others``). Gives the lone
+    lines' rows, the groups' (``more_lines``, ``more_channels``; None: no group), and with
+    ``lines`` the ``src``, ``line``, ``text`` and ``timestamp`` of the groups' lines."""
     no_lines = rows.select("src", "line", "text", "timestamp").clear()
     if rows.height < 2:
-        return _connections(Connection, rows, sources), no_lines
+        return rows, None, no_lines
     # where runs end: the lines of the process's other records (a null host or pid is a value),
     # but for the summarised kinds', as in the model's reading; a pack's inputs never share a name
     segment = {name: k for k, name in enumerate(sources)}
@@ -945,9 +1028,7 @@ def _connection_groups(
         pl.col("line").list.slice(1).alias("more_lines"),
         pl.col("channel").list.slice(1).alias("more_channels"),
     )
-    built = _connections(Connection, single, sources)
-    built += _connections(ConnectionGroup, several, sources)
-    return built, grouped_lines
+    return single, several, grouped_lines
 
 
 def _connections(cls: type[Connection], rows: pl.DataFrame, sources: list[str]) -> list[Record]:

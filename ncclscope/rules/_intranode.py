@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from typing import cast
 
-from ncclscope.model.enums import Transport
+import polars as pl
+
+from ncclscope.model.connections import Connections, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.topology import Connection
@@ -44,52 +46,89 @@ def _first_per(recs: Iterable[Record], limit: int = 5) -> list[Record]:
     return (firsts + rest)[:limit]
 
 
-def _is_intra_node(job: Job, conn: Connection) -> bool:
-    """Whether a connection joins two GPUs of one node. SHM and P2P only connect ranks of one
-    host (NCCL checks the host hash); MNNVL P2P spans nodes. NET is intra-node only when the
-    model places both ranks on one host."""
-    if conn.to_rank is None or conn.from_rank == conn.to_rank:
-        return False
-    if conn.transport is Transport.SHM:
-        return True
-    if conn.transport is Transport.P2P:
-        return (conn.p2p_mode or "").upper() != "MNNVL"
-    if conn.transport is Transport.NET:
-        return views(job).crosses_nodes(conn) is False
-    return False
+class _Evidence(Mapping[Pair, Connection]):
+    """GPU pairs and the first connection between them: a row of the connection table until
+    a rule reports it (the record is then built)."""
+
+    def __init__(self, conns: Connections, at: dict[Pair, int] | None = None) -> None:
+        self._conns = conns
+        #: the table row (``i``) of each pair's first connection
+        self.at: dict[Pair, int] = {} if at is None else at
+
+    def __getitem__(self, pair: Pair) -> Connection:
+        return self._conns.records_at([self.at[pair]])[0]
+
+    def first(self, n: int) -> list[int]:
+        """The rows (``i``) of the first ``n`` pairs in order, whose records a rule reports."""
+        return [self.at[p] for p in sorted(self.at)[:n]]
+
+    def __iter__(self) -> Iterator[Pair]:
+        return iter(self.at)
+
+    def __len__(self) -> int:
+        return len(self.at)
 
 
 class _HostLinks:
     """The intra-node connections one host printed, by transport class."""
 
-    def __init__(self) -> None:
+    def __init__(self, conns: Connections) -> None:
         self.ranks: set[int] = set()
-        self.p2p: dict[Pair, Connection] = {}
-        self.shm: dict[Pair, Connection] = {}
-        self.net: dict[Pair, Connection] = {}
+        self.p2p = _Evidence(conns)
+        self.shm = _Evidence(conns)
+        self.net = _Evidence(conns)
 
     @property
-    def not_p2p(self) -> dict[Pair, Connection]:
-        return {**self.shm, **self.net}
+    def not_p2p(self) -> _Evidence:
+        return _Evidence(self.shm._conns, {**self.shm.at, **self.net.at})
+
+
+#: a connection that joins two GPUs of one node: SHM and P2P only connect ranks of one host
+#: (NCCL checks the host hash), but MNNVL P2P spans nodes; NET is intra-node only where the
+#: model places both ranks on one host (``JobViews.placed``)
+_INTRA = (
+    pl.col("to_rank").is_not_null()
+    & pl.col("from_rank").ne(pl.col("to_rank"))
+    & (
+        pl.col("transport").eq("SHM")
+        | (
+            pl.col("transport").eq("P2P")
+            & pl.col("p2p_mode").fill_null("").str.to_uppercase().ne("MNNVL")
+        )
+        | (pl.col("transport").eq("NET") & pl.col("crosses").not_())
+    ).fill_null(False)
+)
 
 
 def _host_links(job: Job) -> dict[str, _HostLinks]:
     cached = job.cache.get("intranode.host_links")
     if isinstance(cached, dict):
         return cached
-    out: dict[str, _HostLinks] = defaultdict(_HostLinks)
-    for conn in job.of(Connection):
-        if conn.to_rank is None or not _is_intra_node(job, conn):
-            continue
-        links = out[_host(conn)]
-        pair = _pair(conn.from_rank, conn.to_rank)
-        links.ranks.update(pair)
-        if conn.transport is Transport.P2P:
-            links.p2p.setdefault(pair, conn)
-        elif conn.transport is Transport.SHM:
-            links.shm.setdefault(pair, conn)
-        else:
-            links.net.setdefault(pair, conn)
+    conns = connections(job)
+    rows = (
+        views(job)
+        .placed.filter(_INTRA)
+        .select(
+            "i",
+            pl.col("host").fill_null("?"),
+            pl.min_horizontal("from_rank", "to_rank").alias("a"),
+            pl.max_horizontal("from_rank", "to_rank").alias("b"),
+            pl.when(pl.col("transport").eq("P2P"))
+            .then(pl.lit("p2p"))
+            .when(pl.col("transport").eq("SHM"))
+            .then(pl.lit("shm"))
+            .otherwise(pl.lit("net"))
+            .alias("bucket"),
+        )
+        .unique(["host", "a", "b", "bucket"], keep="first", maintain_order=True)
+    )
+    out: dict[str, _HostLinks] = {}
+    for i, host, a, b, bucket in rows.iter_rows():
+        links = out.get(host)
+        if links is None:
+            links = out[host] = _HostLinks(conns)
+        links.ranks.update((a, b))
+        cast(_Evidence, getattr(links, bucket)).at.setdefault((a, b), i)
     result = dict(out)
     job.cache["intranode.host_links"] = result
     return result

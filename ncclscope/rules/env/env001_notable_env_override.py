@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from ncclscope.model.enums import Transport
+import polars as pl
+
+from ncclscope.model.connections import NET, Connections, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import SymmetricUnsupported
@@ -103,21 +105,24 @@ def _consequence(job: Job, name: str, value: str) -> tuple[str, Sequence[Record]
     """What the same log shows the setting did: the transports, channels, protocols or features
     NCCL then built, with one line that shows it ("", [] when the log shows nothing of it)."""
     v = views(job)
-    conns: list[Connection] = job.of(Connection)
+    conns = connections(job)
     off = value.strip().lower() in ("0", "false", "no", "off")
     if name in ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL") and v.transport_counts:
-        shm = [c for c in conns if c.transport is Transport.SHM]
-        if shm:
+        shm = pl.col("transport").eq("SHM").fill_null(False)
+        first = conns.first(shm)
+        if first:
             return (
-                f" The log shows it: {line_count(shm)} connection line(s) via SHM inside nodes.",
-                shm[:1],
+                f" The log shows it: {conns.lines_where(shm)} connection line(s) via SHM inside "
+                "nodes.",
+                first,
             )
     if name in ("NCCL_IB_DISABLE", "NCCL_NET") and v.transport_counts:
-        sock = [c for c in conns if (c.net_name or "").lower() == "socket"]
-        if sock:
+        sock = pl.col("net_name").str.to_lowercase().eq("socket").fill_null(False)
+        first = conns.first(sock)
+        if first:
             return (
-                f" The log shows it: {line_count(sock)} connection line(s) via NET/Socket.",
-                sock[:1],
+                f" The log shows it: {conns.lines_where(sock)} connection line(s) via NET/Socket.",
+                first,
             )
     if name in _CHANNEL_SETTINGS:
         chans = job.of(ChannelSummary)
@@ -129,15 +134,17 @@ def _consequence(job: Job, name: str, value: str) -> tuple[str, Sequence[Record]
                 shown += f", {', '.join(map(str, p2p))} p2p channel(s) per peer"
             return shown + ".", chans[:1]
     if name == "NCCL_NET_GDR_LEVEL":
-        net = [c for c in conns if c.transport is Transport.NET]
-        plain = [c for c in net if not c.gdr]
-        if plain:
+        plain = NET & ~pl.col("gdr")
+        first = conns.first(plain)
+        if first:
             return (
-                f" {line_count(plain)} of {line_count(net)} NET connection line(s) run without GDRDMA.",
-                plain[:1],
+                f" {conns.lines_where(plain)} of {conns.lines_where(NET)} NET connection line(s) "
+                "run without GDRDMA.",
+                first,
             )
-        if net:
-            return f" All {line_count(net)} NET connection line(s) use GDRDMA here.", net[:1]
+        first = conns.first(NET)
+        if first:
+            return f" All {conns.lines_where(NET)} NET connection line(s) use GDRDMA here.", first
     if name == "NCCL_NVLS_ENABLE" and off:
         return _nvls_off(job)
     if name == "NCCL_COLLNET_ENABLE" and not off:
@@ -189,9 +196,9 @@ def _nvls_off(job: Job) -> tuple[str, Sequence[Record]]:
     return (f" The log shows {' while '.join(parts)}.", out) if parts else ("", [])
 
 
-def _collnet_on(job: Job, conns: list[Connection]) -> tuple[str, Sequence[Record]]:
+def _collnet_on(job: Job, conns: Connections) -> tuple[str, Sequence[Record]]:
     """CollNet asked for: whether it connected, initialized SHARP, or fell back."""
-    collnet = [c for c in conns if c.transport is Transport.COLLNET]
+    collnet = conns.records(pl.col("transport").eq("COLLNET").fill_null(False))
     fallback = job.of(CollnetUnsupported)
     sharp = [r for r in job.of(SharpInitialized) if r.confirmed]
     if fallback:
@@ -208,14 +215,17 @@ def _collnet_on(job: Job, conns: list[Connection]) -> tuple[str, Sequence[Record
     return "", []
 
 
-def _cumem_off(job: Job, conns: list[Connection]) -> tuple[str, Sequence[Record]]:
+def _cumem_off(job: Job, conns: Connections) -> tuple[str, Sequence[Record]]:
     """cuMem switched off: P2P over legacy IPC, and no symmetric-memory kernels."""
     parts: list[str] = []
     out: list[Record] = []
-    ipc = [c for c in conns if c.transport is Transport.P2P and c.p2p_mode == "IPC"]
-    if ipc:
-        parts.append(f"{line_count(ipc)} P2P connection line(s) via legacy IPC (not CUMEM)")
-        out += ipc[:1]
+    ipc = pl.col("transport").eq("P2P").fill_null(False) & pl.col("p2p_mode").eq("IPC").fill_null(
+        False
+    )
+    first = conns.first(ipc)
+    if first:
+        parts.append(f"{conns.lines_where(ipc)} P2P connection line(s) via legacy IPC (not CUMEM)")
+        out += first
     sym = [r for r in job.of(SymmetricUnsupported) if r.cumem_enable == 0]
     if sym:
         parts.append(

@@ -87,11 +87,7 @@ def _check_stuck_in_init(job: Job) -> Iterator[Finding]:
 def _last_lines(job: Job) -> dict[str, int]:
     """The last line of each source that holds a stored record or the last of a summarised
     kind's slot (a collective call after the COMPLETE says the log went on)."""
-    out: dict[str, int] = {}
-    for rec in job.printed_records():
-        if rec.line > out.get(rec.source, 0):
-            out[rec.source] = rec.line
-    return out
+    return job.last_lines()
 
 
 RULE = Rule(

@@ -208,7 +208,7 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
     timed = [k for k in kills if k.at]
     # a job that ran its collectives until the kill did not hang before it: the last call of
     # each process and communicator counts as printed (only a stamped line says when)
-    printed = [r for r in job.printed_records() if r.timestamp]
+    printed = job.stamps()
     for k in timed:
         at = _stamps(k.at)
         # what was printed before the kill: lines above it in its own file, and the lines of
@@ -216,9 +216,9 @@ def _check_job_killed(job: Job) -> Iterator[Finding]:
         earlier = [t for t in _stamps(k.prefix) if at and t < at[0]]
         earlier += [
             t
-            for r in printed
-            if r.source != k.source or r.line < k.line
-            for t in _stamps(r.timestamp)
+            for source, line, stamp in printed
+            if source != k.source or line < k.line
+            for t in _stamps(stamp)
             if at and t < at[0]
         ]
         if at and earlier:

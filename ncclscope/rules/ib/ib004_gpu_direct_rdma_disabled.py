@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ncclscope.model.enums import Transport
+import polars as pl
+
+from ncclscope.model.connections import NET, among, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CommSummary
@@ -66,9 +68,10 @@ def _check_gdr_disabled(job: Job) -> Iterator[Finding]:
     if _known_single_node(job):
         return
     v = views(job)
-    conns = [c for c in job.of(Connection) if c.transport is Transport.NET]
-    gdr_hosts = {c.host for c in conns if c.gdr}
-    gdr_nets = {c.net_name for c in conns if c.gdr}
+    net = v.placed.filter(NET)
+    with_gdr = net.filter(pl.col("gdr"))
+    gdr_hosts = set(with_gdr.get_column("host").unique().to_list())
+    gdr_nets = set(with_gdr.get_column("net_name").unique().to_list())
     hca_off = [
         r
         for r in job.of(GdrHca)
@@ -84,15 +87,20 @@ def _check_gdr_disabled(job: Job) -> Iterator[Finding]:
     ]
     # GDR for sends (reads) is off by default on many platforms: only receive-side connections,
     # or connections whose direction is not printed, show whether GDR is in use at all.
-    plain = [
-        c
-        for c in conns
-        if not c.gdr
-        and c.host not in gdr_hosts
-        and (c.direction is None or c.direction.value == "receive")
-        and v.crosses_nodes(c) is not False
-        and (_verbs_net(c.net_name) or c.net_name in gdr_nets)
-    ]
+    candidates = net.filter(
+        ~pl.col("gdr"),
+        ~among("host", gdr_hosts),
+        pl.col("direction").is_null() | pl.col("direction").eq("receive"),
+        pl.col("crosses").fill_null(True),
+    )
+    verbs = {
+        n
+        for n in candidates.get_column("net_name").unique().to_list()
+        if _verbs_net(n) or n in gdr_nets
+    }
+    plain = connections(job).records(
+        pl.col("i").is_in(candidates.filter(among("net_name", verbs)).get_column("i").implode())
+    )
     if not (hca_off or path_off or plain):
         return
     parts: list[str] = []

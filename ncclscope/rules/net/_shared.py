@@ -5,7 +5,11 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+import polars as pl
+
+from ncclscope.model.connections import SOCKET, connections
 from ncclscope.model.enums import Transport
 from ncclscope.model.fabric import Fabric, fabric_of_hosts, host_fabrics
 from ncclscope.model.job import Job
@@ -47,6 +51,45 @@ def _hosts(records: Iterable[Record]) -> list[str]:
     return sorted({r.host for r in records if r.host})
 
 
+@dataclass
+class _Sockets:
+    """The socket connections of a job, asked of its connection table
+    (ncclscope.model.connections): whether there are any, their lines and hosts, and the
+    record of one as evidence, without building the others' records."""
+
+    job: Job
+    #: their rows of the table (``JobViews.placed``: with where each one goes)
+    rows: pl.DataFrame
+
+    def __bool__(self) -> bool:
+        return self.rows.height > 0
+
+    @property
+    def lines(self) -> int:
+        return int(self.rows.get_column("lines").sum())
+
+    @property
+    def hosts(self) -> set[str]:
+        """Their hosts (as ``_hosts`` names them: a host printed)."""
+        return {h for h in self.rows.get_column("host").unique().to_list() if h}
+
+    @property
+    def all_named(self) -> bool:
+        """Whether each one names its host (as ``_all_hosts_named``)."""
+        return self.rows.filter(pl.col("host").fill_null("").eq("")).height == 0
+
+    def first(self, where: pl.Expr | None = None) -> list[Connection]:
+        """The record of the first of them (``where`` holds), if any."""
+        rows = self.rows if where is None else self.rows.filter(where)
+        if not rows.height:
+            return []
+        return connections(self.job).records(pl.col("i").eq(rows.get_column("i").first()))
+
+
+def _sockets(job: Job) -> _Sockets:
+    return _Sockets(job, views(job).placed.filter(SOCKET))
+
+
 def _all_hosts_named(records: Iterable[Record]) -> bool:
     recs = list(records)
     return bool(recs) and all(r.host for r in recs)
@@ -65,7 +108,9 @@ def _multi_node(job: Job) -> tuple[bool, list[Record], str]:
     summaries = [s for s in job.of(CommSummary) if s.nnodes > 1]
     if summaries:
         return True, [summaries[0]], f"nNodes {summaries[0].nnodes}"
-    crossing = [c for c in job.of(Connection) if view.crosses_nodes(c)]
+    crossing = connections(job).records(
+        pl.col("i").eq(view.placed.filter(pl.col("crosses")).get_column("i").min())
+    )
     if crossing:
         return True, [crossing[0]], "connections between ranks on different hosts"
     setup = job.of(

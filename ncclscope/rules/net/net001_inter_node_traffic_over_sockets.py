@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import polars as pl
+
 from ncclscope.model.fabric import Fabric, fabric_of_hosts
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
@@ -18,15 +20,15 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import line_count, views
+from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
     _fallback_causes,
     _first_per_host,
     _hosts,
-    _is_socket_conn,
     _multi_node,
     _setting,
+    _sockets,
 )
 
 
@@ -63,7 +65,7 @@ def _check_socket_network(job: Job) -> Iterator[Finding]:
     """
     using = [r for r in job.of(UsingNetwork) if r.network.lower() == "socket"]
     lists = job.of(SocketInterfaces)
-    conns = [c for c in job.of(Connection) if _is_socket_conn(c)]
+    conns = _sockets(job)
     if not (using or lists or conns):
         return
     # A process that printed a plugin or IB as its network uses the socket list only as a
@@ -73,28 +75,28 @@ def _check_socket_network(job: Job) -> Iterator[Finding]:
     if not (using or lists or conns):
         return
     view = views(job)
-    crossing = [c for c in conns if view.crosses_nodes(c)]
-    local = [c for c in conns if view.crosses_nodes(c) is False]
+    crossing = pl.col("crosses").fill_null(False)
+    local = conns.rows.filter(pl.col("crosses").not_().fill_null(False)).height
     multi, multi_ev, how = _multi_node(job)
     # NET between two ranks is only chosen when P2P and SHM cannot be used: unless both are
     # switched off, a socket connection links ranks of two nodes.
     intra_off = _transport_off(job, "NCCL_P2P_DISABLE") and _transport_off(job, "NCCL_SHM_DISABLE")
-    if not multi and conns and len(local) < len(conns) and not intra_off:
+    if not multi and conns and local < conns.rows.height and not intra_off:
         multi, how = True, "socket connections between ranks (NET is chosen between nodes)"
     causes = _fallback_causes(job)
     cause_text = "; ".join(sorted({c for c, _ in causes})) or "no RDMA network was found or enabled"
-    hosts = _hosts([*using, *lists, *conns])
+    hosts = sorted(set(_hosts([*using, *lists])) | conns.hosts)
     where = f" on {len(hosts)} host(s) ({', '.join(hosts[:4])}{', …' if len(hosts) > 4 else ''})"
     evidence: list[Record] = []
     evidence += [r for _, r in causes][:1]
     evidence += _first_per_host(using or lists, limit=2)
-    evidence += (crossing or conns)[:1]
+    evidence += conns.first(crossing) or conns.first()
     evidence += multi_ev[:1]
     fabric = fabric_of_hosts(job, hosts)
     on = f" The hosts' fabric is {fabric.value}." if fabric is not None else ""
     fix = fabric.fix if fabric is not None and fabric is not Fabric.ETHERNET else None
     if multi:
-        nconn = f"; {line_count(conns)} connection line(s) via NET/Socket" if conns else ""
+        nconn = f"; {conns.lines} connection line(s) via NET/Socket" if conns else ""
         yield RULE.finding(
             f"Inter-node traffic goes over TCP sockets{where} ({how}){nconn}. Why: {cause_text}."
             + on,

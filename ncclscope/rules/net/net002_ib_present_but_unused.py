@@ -23,13 +23,12 @@ from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
-    _all_hosts_named,
     _dev_names,
     _fallback_causes,
     _first_per_host,
     _hosts,
-    _is_socket_conn,
     _setting,
+    _sockets,
 )
 
 _IPOIB = re.compile(r"^(ib\d+|ibp\w+|ibs\w+|ib\w*\.\w+)$")
@@ -63,13 +62,19 @@ def _check_ib_unused(job: Job) -> Iterator[Finding]:
     ib_recs += job.of(IbDeviceDetail, IbVirtualDevice, IbQpInfo)
     using_socket = [r for r in job.of(UsingNetwork) if r.network.lower() == "socket"]
     socket_lists = job.of(SocketInterfaces)
-    socket_conns = [c for c in job.of(Connection) if _is_socket_conn(c)]
+    socket_conns = _sockets(job)
     disabled = [r for r in _setting(job, "NCCL_IB_DISABLE") if r.value.strip() not in ("", "0")]
     view = views(job)
-    if not disabled and _all_hosts_named([*ib_recs, *using_socket, *socket_conns]):
+    named = [*ib_recs, *using_socket]
+    if (
+        not disabled
+        and (named or socket_conns)
+        and all(r.host for r in named)
+        and socket_conns.all_named
+    ):
         # In a job of many hosts, IB on some and sockets on others is a host that lost its
         # ports (NET001/NET004 name it), not hardware left unused: only the same host counts.
-        sock_hosts = set(_hosts([*using_socket, *socket_conns]))
+        sock_hosts = set(_hosts(using_socket)) | socket_conns.hosts
         ib_recs = [r for r in ib_recs if r.host in sock_hosts]
     if ib_recs and (using_socket or socket_conns or disabled):
         names = sorted({n for r in job.of(IbDevices) for d in r.devices for n in _dev_names(d)})
@@ -78,7 +83,7 @@ def _check_ib_unused(job: Job) -> Iterator[Finding]:
         why = "NCCL_IB_DISABLE is set" if disabled else "NCCL still chose the Socket network"
         yield RULE.finding(
             f"IB/RoCE devices are present ({shown}) but {why}: inter-node data goes over TCP.",
-            [*ib_recs[:1], *disabled[:1], *using_socket[:1], *socket_conns[:1]],
+            [*ib_recs[:1], *disabled[:1], *using_socket[:1], *socket_conns.first()],
             rank_of=view.rank_of,
         )
         return
@@ -91,7 +96,7 @@ def _check_ib_unused(job: Job) -> Iterator[Finding]:
             f"The socket transport runs on IPoIB interface(s) {', '.join(names)} on "
             f"{len(_hosts(ipoib))} host(s): the nodes have InfiniBand, but NCCL sends TCP over it"
             + (f" ({why})." if why else "."),
-            [*[r for _, r in causes][:1], *_first_per_host(ipoib), *socket_conns[:1]],
+            [*[r for _, r in causes][:1], *_first_per_host(ipoib), *socket_conns.first()],
             rank_of=view.rank_of,
         )
         return

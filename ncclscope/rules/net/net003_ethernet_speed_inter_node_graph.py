@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ncclscope.model.enums import Transport
+from ncclscope.model.connections import NET, SOCKET, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.net import (
     IbDevices,
@@ -17,7 +17,7 @@ from ncclscope.model.records.topology import (
 )
 from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
-from ncclscope.rules.net._shared import _first_per_host, _hosts, _is_socket_conn
+from ncclscope.rules.net._shared import _first_per_host, _hosts
 
 # Ethernet ports of <= 25 Gb/s: the inter-node bandwidth NCCL's graph search assumes for a socket
 # or plain Ethernet NIC (IB/RoCE HCAs report 100-400 Gb/s, i.e. 12-50 GB/s).
@@ -47,9 +47,7 @@ def _check_slow_inter_node_graph(job: Job) -> Iterator[Finding]:
         socket threads (``NCCL_SOCKET_NTHREADS``, ``NCCL_NSOCKS_PERTHREAD``).
     """
     rdma = [r for r in job.of(UsingNetwork) if r.network.lower() != "socket"]
-    rdma_conns = [
-        c for c in job.of(Connection) if c.transport is Transport.NET and not _is_socket_conn(c)
-    ]
+    rdma_conns = connections(job).first(NET & ~SOCKET)
     if rdma or rdma_conns or any(r.devices for r in job.of(IbDevices)):
         return
     net_graph = {

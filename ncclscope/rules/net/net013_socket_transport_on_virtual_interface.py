@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
+from ncclscope.model.connections import SOCKET, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.init import CommSummary
 from ncclscope.model.records.net import (
@@ -24,7 +25,6 @@ from ncclscope.rules.net._shared import (
     _LOOPBACK,
     _first_per_host,
     _hosts,
-    _is_socket_conn,
     _lo_by_default,
     _multi_node,
     classify,
@@ -66,8 +66,8 @@ def _check_socket_interfaces(job: Job) -> Iterator[Finding]:
     if not bad:
         return
     used: list[tuple[Connection, NetInterface]] = []
-    for conn in job.of(Connection):
-        if not _is_socket_conn(conn) or conn.net_dev is None:
+    for conn in connections(job).records(SOCKET):
+        if conn.net_dev is None:
             continue
         lst = by_proc.get((conn.host, conn.pid))
         if lst is not None and conn.net_dev < len(lst.interfaces):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ncclscope.model.enums import Transport
+import polars as pl
+
+from ncclscope.model.connections import connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.net import (
@@ -76,7 +78,7 @@ def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
         or (r.name == "NCCL_ALGO" and "collnet" in r.value.lower())
     ]
     rank_of = views(job).rank_of
-    connected = [c for c in job.of(Connection) if c.transport is Transport.COLLNET]
+    connected = connections(job).records(pl.col("transport").eq("COLLNET").fill_null(False))
     if not (fallback or plugin):
         # SHARP works but lacks some types: those reductions use rings and trees
         types = sorted({r.datatypes for r in limits})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ncclscope.model.connections import connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CommInit
@@ -45,6 +46,13 @@ def _check_intra_node_not_p2p(job: Job) -> Iterator[Finding]:
     """
     all_shm = _all_shm_hosts(job)
     env_off = _p2p_off_by_env(job)
+    reported = [
+        links for host, links in _host_links(job).items() if links.not_p2p and host not in all_shm
+    ]
+    # the evidence of every host reported, built in one go (ncclscope.model.connections)
+    connections(job).records_at(
+        [i for links in reported for i in links.not_p2p.first(4) + links.p2p.first(1)]
+    )
     for host, links in sorted(_host_links(job).items()):
         bad = links.not_p2p
         if not bad or host in all_shm:
@@ -61,7 +69,7 @@ def _check_intra_node_not_p2p(job: Job) -> Iterator[Finding]:
             cause = f" {env_off[0].name}={env_off[0].value} is set, which explains it."
             severity = Severity.INFO
         evidence: list[Record] = [bad[p] for p in sorted(bad)[:4]]
-        evidence += [links.p2p[p] for p in sorted(links.p2p)][:1]
+        evidence += [links.p2p[p] for p in sorted(links.p2p)[:1]]
         yield RULE.finding(
             f"On {host}, {' and '.join(parts)} instead of P2P{p2p}.{cause}",
             evidence,

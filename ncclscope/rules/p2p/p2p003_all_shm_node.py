@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from ncclscope.model.connections import connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.foreign import NcclTestsDevice
@@ -49,7 +50,10 @@ def _check_all_shm_node(job: Job) -> Iterator[Finding]:
     env_off = _p2p_off_by_env(job)
     names = _gpu_names(job)
     consumer = sorted(n for n in names if _CONSUMER_GPU.search(n))
-    for host in sorted(_all_shm_hosts(job)):
+    hosts = sorted(_all_shm_hosts(job))
+    # the evidence of every host reported, built in one go (ncclscope.model.connections)
+    connections(job).records_at([i for h in hosts for i in _host_links(job)[h].not_p2p.first(4)])
+    for host in hosts:
         links = _host_links(job)[host]
         message = (
             f"Every intra-node connection on {host} avoids P2P: {len(links.shm)} GPU pair(s) over "

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
-from ncclscope.model.enums import Transport
+import polars as pl
+
+from ncclscope.model.connections import NET, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CommSummary
@@ -54,10 +56,14 @@ def _check_net_inside_host(job: Job) -> Iterator[Finding]:
         return
     view = views(job)
     inside: dict[str, list[Connection]] = defaultdict(list)
-    for conn in job.of(Connection):
-        if conn.transport is Transport.NET and view.crosses_nodes(conn) is False:
-            ranks = view.hosts_in(view.comm_of(conn))
-            inside[ranks.get(conn.from_rank, "?")].append(conn)
+    placed = view.placed.filter(NET & pl.col("crosses").not_().fill_null(False))
+    hosts = placed.get_column("from_host").fill_null("?").to_list()
+    for conn, host in zip(
+        connections(job).records(pl.col("i").is_in(placed.get_column("i").implode())),
+        hosts,
+        strict=True,
+    ):
+        inside[host].append(conn)
     if not inside:
         return
     hosts = sorted(inside)

@@ -7,7 +7,9 @@ import ipaddress
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from ncclscope.model.enums import Transport
+import polars as pl
+
+from ncclscope.model.connections import NET, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.init import CommInit
@@ -19,7 +21,7 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import JobViews, RankInfo, line_count, views
+from ncclscope.model.views import JobViews, RankInfo, views
 from ncclscope.rules._failures import _listing
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
@@ -70,18 +72,27 @@ def _addresses_by_host(job: Job) -> dict[str, dict[str, Record]]:
     return dict(out)
 
 
-def _net_between_hosts(job: Job, view: JobViews) -> dict[HostPair, list[Connection]]:
-    """NET connections whose two ranks the model places on different host names, by pair."""
-    out: dict[HostPair, list[Connection]] = defaultdict(list)
-    for conn in job.of(Connection):
-        if conn.transport is not Transport.NET or conn.to_rank is None:
-            continue
-        if view.crosses_nodes(conn) is not True:
-            continue
-        hosts = view.hosts_in(view.comm_of(conn))
-        a, b = hosts[conn.from_rank], hosts[conn.to_rank]
-        out[(a, b) if a < b else (b, a)].append(conn)
-    return dict(out)
+def _net_between_hosts(view: JobViews) -> dict[HostPair, pl.DataFrame]:
+    """NET connections whose two ranks the model places on different host names, by pair: the
+    rows of the connection table (``JobViews.placed``), in input order."""
+    rows = view.placed.filter(
+        NET, pl.col("to_rank").is_not_null(), pl.col("crosses").fill_null(False)
+    ).with_columns(
+        pl.min_horizontal("from_host", "to_host").alias("_a"),
+        pl.max_horizontal("from_host", "to_host").alias("_b"),
+    )
+    return {
+        (str(a), str(b)): part for (a, b), part in rows.group_by(["_a", "_b"], maintain_order=True)
+    }
+
+
+def _lines(rows: Iterable[pl.DataFrame]) -> int:
+    return sum(int(r.get_column("lines").sum()) for r in rows)
+
+
+def _first(job: Job, rows: pl.DataFrame) -> list[Connection]:
+    """The record of the first of these connections."""
+    return connections(job).records(pl.col("i").eq(rows.get_column("i").first()))
 
 
 def _groups(pairs: Iterable[HostPair]) -> list[list[str]]:
@@ -197,7 +208,7 @@ def _check_containers_of_one_machine(job: Job) -> Iterator[Finding]:
     if all(n in env and env[n].value.strip() not in ("", "0") for n in _BOTH_OFF):
         return
     view = views(job)
-    between = _net_between_hosts(job, view)
+    between = _net_between_hosts(view)
     if not between:
         return
     addresses = _addresses_by_host(job)
@@ -208,14 +219,14 @@ def _check_containers_of_one_machine(job: Job) -> Iterator[Finding]:
             shared[(a, b)] = common
     if shared:
         groups = _groups(shared)
-        conns = [c for p in sorted(shared) for c in between[p]]
         addrs = sorted({x for common in shared.values() for x in common})
-        evidence: list[Record] = [between[p][0] for p in sorted(shared)[:2]]
+        evidence: list[Record] = [c for p in sorted(shared)[:2] for c in _first(job, between[p])]
         for group in groups[:2]:
             evidence += [addresses[h][addrs[0]] for h in group[:2] if addrs[0] in addresses[h]]
         names = "; ".join(_listing(g) for g in groups)
         yield RULE.finding(
-            f"{line_count(conns)} connection line(s) go through the network between host names "
+            f"{_lines(between[p] for p in shared)} connection line(s) go through the network "
+            "between host names "
             f"that print the same interface address {_listing(addrs)} ({names}): one network "
             "namespace, so containers or pods of one machine. Each has its own host name, so "
             "NCCL counted them as different nodes and never tried NVLink, P2P or shared memory "
@@ -228,7 +239,6 @@ def _check_containers_of_one_machine(job: Job) -> Iterator[Finding]:
     split = _one_machine_split(view, hosts)
     if split is None:
         return
-    conns = [c for p in sorted(between) for c in between[p]]
     inits: list[Record] = []
     for host in sorted(split)[:3]:
         ri = min(split[host], key=lambda r: (r.nvml_dev or 0, r.rank))
@@ -237,13 +247,13 @@ def _check_containers_of_one_machine(job: Job) -> Iterator[Finding]:
             inits.append(rec)
     parts = "; ".join(f"{h}: {_gpu_text(split[h])}" for h in sorted(split)[:4])
     yield RULE.finding(
-        f"{line_count(conns)} connection line(s) go through the network between "
+        f"{_lines(between.values())} connection line(s) go through the network between "
         f"{len(split)} host names whose GPUs look like one machine's split between containers "
         f"({parts}): no GPU index or bus id repeats across them and the NVML indices rise with "
         "the bus ids. If these are pods or containers of one machine, NCCL counted them as "
         "different nodes (each has its own host name) and never tried NVLink, P2P or shared "
         "memory between them.",
-        [*inits, conns[0]],
+        [*inits, *_first(job, between[sorted(between)[0]])],
         severity=Severity.INFO,
         rank_of=view.rank_of,
     )

@@ -66,7 +66,7 @@ def _check_nvlink_not_used(job: Job) -> Iterator[Finding]:
                 f"{len(links.not_p2p)} intra-node GPU pair(s) connect over SHM/NET "
                 f"({_pairs_text(links.not_p2p)})"
             )
-            evidence += [links.not_p2p[p] for p in sorted(links.not_p2p)][:2]
+            evidence += [links.not_p2p[p] for p in sorted(links.not_p2p)[:2]]
         if patterns.get(host):
             types = sorted({p.type_intra or "" for p in patterns[host]})
             problems.append(f"the graph search used {'/'.join(types)} paths inside the node")

@@ -1,0 +1,391 @@
+"""The job's connections as a table: one row per connection, records built only for rows asked.
+
+A big job's init log is mostly connection lines (``Channel 02/0 : 1[1] -> 9[1] [send] via
+NET/IB/0/GDRDMA``): the model reads the lines of one connection on several channels as one
+connection (ncclscope.model.collapse), and still holds tens of thousands of them. Held as
+records, each was a Python object of ~45 fields that every full pass of the garbage collector
+walked, and every question (which transport, which crossed nodes) a loop over all of them.
+Here they stay the pipeline's rows (:class:`ConnectionRows`), and the questions are asked of
+one table of their columns (:class:`Connections`); a rule that reports connections builds the
+records of the rows it reports, as evidence.
+
+Connections the patterns did not read (a line Lark read, a trace's) are records; the table
+holds them too, so a question sees every connection either way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+import polars as pl
+
+from ncclscope.model.records.base import Record
+from ncclscope.model.records.topology import Connection, Direction, _dev_or_bus
+
+if TYPE_CHECKING:
+    from ncclscope.model.job import Job, ThreadKey
+
+_NUM = re.compile(r"/\d+(\(\d+\))?")
+
+
+def transport_class(conn: Connection) -> str:
+    """A connection's transport without channel-specific numbers: ``P2P/IPC/read``,
+    ``SHM/direct/direct``, ``NET/IB/GDRDMA``, ``NET/Socket``."""
+    return _NUM.sub("", conn.transport_detail)
+
+
+#: builds the records of some rows of one source's connection frame (the parse layer's)
+BuildConnections = Callable[[type[Connection], pl.DataFrame, str], list[Record]]
+
+
+@dataclass
+class ConnectionRows:
+    """The connections of one batch of one source, as the pipeline typed them: a row per
+    connection (a group's other lines and channels in ``more_lines`` and ``more_channels``),
+    the fields as printed (before ``Connection.__post_init__``)."""
+
+    source: str
+    cls: type[Connection]
+    rows: pl.DataFrame
+    build: BuildConnections
+    _lines: dict[ThreadKey, list[int]] | None = field(default=None, init=False, repr=False)
+    _threads: frozenset[ThreadKey] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def lines(self) -> int:
+        """The lines these connections printed."""
+        if "more_lines" not in self.rows.columns:
+            return self.rows.height
+        return self.rows.height + int(self.rows.get_column("more_lines").list.len().sum())
+
+    def records(self, rows: pl.DataFrame | None = None) -> list[Connection]:
+        """Records of these rows (of ``rows``, a part of them)."""
+        part = self.rows if rows is None else rows
+        return cast(list[Connection], self.build(self.cls, part, self.source))
+
+    @property
+    def threads(self) -> frozenset[ThreadKey]:
+        """The threads these rows are on, while the batch is read (``read``)."""
+        if self._threads is None:
+            self._threads = frozenset(self._thread_lines())
+        return self._threads
+
+    def thread_lines(self, threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
+        """The lines of these threads' connections, sorted (an error chain ends at any other
+        line of its thread; a connection's other lines follow its first with no other line of
+        its process between them)."""
+        held = self._thread_lines()
+        return {t: held[t] for t in threads if t in held}
+
+    def _thread_lines(self) -> dict[ThreadKey, list[int]]:
+        if self._lines is None:
+            self._lines = {
+                (self.source, host, pid, tid): lines
+                for host, pid, tid, lines in self.rows.group_by("host", "pid", "tid")
+                .agg(pl.col("line").sort())
+                .iter_rows()
+            }
+        return self._lines
+
+    def read(self) -> None:
+        """The batch is read: its threads and their lines are not asked again (a list per
+        thread held for the job's life would be walked by every full pass of the garbage
+        collector, and a repair of the rows' hosts by ``_reconcile`` would leave them stale)."""
+        self._lines = None
+        self._threads = None
+
+
+#: the table's columns and types (``Connections.table``)
+SCHEMA: dict[str, Any] = {
+    "i": pl.Int64,
+    "part": pl.Int64,
+    "row": pl.Int64,
+    "source": pl.String,
+    "line": pl.Int64,
+    "host": pl.String,
+    "pid": pl.Int64,
+    "tid": pl.Int64,
+    "dev": pl.Int64,
+    "from_rank": pl.Int64,
+    "to_rank": pl.Int64,
+    "from_dev": pl.Int64,
+    "to_dev": pl.Int64,
+    "reverse": pl.Boolean,
+    "direction": pl.String,
+    "transport": pl.String,
+    "transport_detail": pl.String,
+    "transport_class": pl.String,
+    "p2p_mode": pl.String,
+    "net_name": pl.String,
+    "gdr": pl.Boolean,
+    "lines": pl.Int64,
+}
+
+#: the columns a connection's transport is read from (``Connection.__post_init__``)
+_VIA = (
+    "direction",
+    "shm_legacy",
+    "transport",
+    "flags",
+    "net_name",
+    "net_dev",
+    "proxy_rank",
+    "p2p_mode",
+    "via_rank",
+    "via_bracket",
+)
+
+
+def _record_row(rec: Connection) -> tuple[Any, ...]:
+    return (
+        rec.source,
+        rec.line,
+        rec.host,
+        rec.pid,
+        rec.tid,
+        rec.dev,
+        rec.from_rank,
+        rec.to_rank,
+        rec.from_dev,
+        rec.to_dev,
+        rec.reverse,
+        None if rec.direction is None else rec.direction.value,
+        None if rec.transport is None else rec.transport.value,
+        rec.transport_detail,
+        transport_class(rec),
+        rec.p2p_mode,
+        rec.net_name,
+        rec.gdr,
+        len(rec.printed_lines),
+    )
+
+
+_RECORD_COLUMNS = [c for c in SCHEMA if c not in ("i", "part", "row")]
+
+
+def _devices(frame: pl.DataFrame, *columns: str) -> list[pl.Expr]:
+    """The device index each bracket of these columns names, as ``Connection`` reads it (once
+    per distinct text)."""
+    distinct = pl.concat([frame.get_column(c) for c in columns]).drop_nulls().unique()
+    index = {text: _dev_or_bus(text)[0] for text in distinct.to_list()}
+    return [
+        pl.col(c).replace_strict(index, default=None, return_dtype=pl.Int64).alias(c)
+        for c in columns
+    ]
+
+
+def _rows_table(parts: Sequence[ConnectionRows]) -> pl.DataFrame:
+    """The table's columns of the rows of every part (``part``: its index, ``row``: the row's
+    there). Each distinct transport (``_VIA``) is read by the record class itself, from the
+    first row that prints it; the ranks and their devices as the record turns them."""
+    # a reversed (TRACE ``<-``) line names its peer first: turned around, as the record does
+    swap = pl.col("reverse").fill_null(False) & pl.col("to_rank").is_not_null()
+
+    def turned(a: str, b: str) -> pl.Expr:
+        return pl.when(swap).then(pl.col(b)).otherwise(pl.col(a))
+
+    frame = pl.concat(
+        [
+            p.rows.select(
+                pl.lit(k, dtype=pl.Int64).alias("part"),
+                pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+                pl.lit(p.source, dtype=pl.String).alias("source"),
+                "line",
+                "host",
+                "pid",
+                "tid",
+                "dev",
+                turned("from_rank", "to_rank").alias("from_rank"),
+                turned("to_rank", "from_rank").alias("to_rank"),
+                turned("from_bracket", "to_bracket").alias("from_dev"),
+                turned("to_bracket", "from_bracket").alias("to_dev"),
+                pl.col("reverse").fill_null(False),
+                (
+                    pl.col("more_lines").list.len().cast(pl.Int64) + 1
+                    if "more_lines" in p.rows.columns
+                    else pl.lit(1, dtype=pl.Int64)
+                ).alias("lines"),
+                *_VIA,
+            )
+            for k, p in enumerate(parts)
+        ]
+    )
+    combos = (
+        frame.select(*_VIA, "part", "row")
+        .unique(list(_VIA), keep="first", maintain_order=True)
+        .with_row_index("_combo")
+    )
+    by_combo: dict[int, Connection] = {}
+    for (k,), firsts in combos.group_by(["part"]):
+        part = parts[cast(int, k)]
+        made = part.records(part.rows.gather(firsts.get_column("row")))
+        by_combo.update(zip(firsts.get_column("_combo").to_list(), made, strict=True))
+    built = [by_combo[code] for code in range(combos.height)]
+    via = combos.select(*_VIA).with_columns(
+        pl.Series(
+            "direction_",
+            [None if c.direction is None else c.direction.value for c in built],
+            dtype=pl.String,
+        ),
+        pl.Series(
+            "transport_",
+            [None if c.transport is None else c.transport.value for c in built],
+            dtype=pl.String,
+        ),
+        pl.Series("transport_detail", [c.transport_detail for c in built], dtype=pl.String),
+        pl.Series("transport_class", [transport_class(c) for c in built], dtype=pl.String),
+        pl.Series("p2p_mode_", [c.p2p_mode for c in built], dtype=pl.String),
+        pl.Series("net_name_", [c.net_name for c in built], dtype=pl.String),
+        pl.Series("gdr", [c.gdr for c in built], dtype=pl.Boolean),
+    )
+    out = frame.join(via, on=list(_VIA), how="left", nulls_equal=True, maintain_order="left")
+    out = out.drop(*_VIA).rename(
+        {
+            "direction_": "direction",
+            "transport_": "transport",
+            "p2p_mode_": "p2p_mode",
+            "net_name_": "net_name",
+        }
+    )
+    return out.with_columns(_devices(out, "from_dev", "to_dev"))
+
+
+class Connections:
+    """Every connection of a job, in input order: ``table`` of their columns (``SCHEMA``),
+    ``records`` of the rows asked."""
+
+    def __init__(
+        self, parts: Sequence[ConnectionRows], held: Sequence[Connection], order: dict[str, int]
+    ) -> None:
+        self._parts = list(parts)
+        self._held = list(held)
+        #: the records built so far, by row (``i``)
+        self._built: dict[int, Connection] = {}
+        frames = [_rows_table(self._parts)] if self._parts else []
+        if self._held:
+            frames.append(
+                pl.DataFrame(
+                    [_record_row(r) for r in self._held],
+                    schema={c: SCHEMA[c] for c in _RECORD_COLUMNS},
+                    orient="row",
+                ).with_columns(
+                    pl.lit(-1, dtype=pl.Int64).alias("part"),
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
+                )
+            )
+        columns = [c for c in SCHEMA if c != "i"]
+        table = (
+            pl.concat([f.select(columns).cast({c: SCHEMA[c] for c in columns}) for f in frames])
+            if frames
+            else pl.DataFrame(schema={c: SCHEMA[c] for c in columns})
+        )
+        place = pl.col("source").replace_strict(order, default=len(order), return_dtype=pl.Int64)
+        self.table: pl.DataFrame = (
+            table.sort(place, "line", "part", "row")
+            .with_row_index("i")
+            .with_columns(pl.col("i").cast(pl.Int64))
+        )
+
+    def lines_where(self, where: pl.Expr) -> int:
+        """The lines the connections ``where`` holds printed (``views.line_count`` of their
+        records)."""
+        return int(self.table.filter(where).get_column("lines").sum())
+
+    def first(self, where: pl.Expr) -> list[Connection]:
+        """The record of the first connection ``where`` holds (none: an empty list)."""
+        return self.records_at(self.table.filter(where).get_column("i").head(1).to_list())
+
+    def records(self, where: pl.Expr | None = None) -> list[Connection]:
+        """The records of the rows ``where`` holds (every row: None), in input order."""
+        rows = self.table if where is None else self.table.filter(where)
+        return self.records_at(rows.get_column("i").to_list())
+
+    def records_at(self, rows: Sequence[int]) -> list[Connection]:
+        """The records of these rows (their ``i``), in that order. Each is built once, and
+        those asked together in one go: a rule that reports many hosts asks all its evidence
+        at once."""
+        missing = [i for i in dict.fromkeys(rows) if i not in self._built]
+        if missing:
+            picked = self.table.gather(missing).select("i", "part", "row")
+            for (part,), group in picked.group_by(["part"]):
+                at = group.get_column("i").to_list()
+                wanted = group.get_column("row").to_list()
+                if part == -1:
+                    built = [self._held[r] for r in wanted]
+                else:
+                    whole = self._parts[part]
+                    built = whole.records(whole.rows.gather(wanted))
+                self._built.update(zip(at, built, strict=True))
+        return [self._built[i] for i in rows]
+
+
+@dataclass
+class ConnectionEnds:
+    """What placing a connection in its communicator reads of it (``JobViews.comm_of``): a
+    row of the table, without building its record."""
+
+    source: str
+    line: int
+    host: str | None
+    pid: int | None
+    tid: int | None
+    dev: int | None
+    from_rank: int
+    to_rank: int | None
+    from_dev: int | None
+    to_dev: int | None
+    reverse: bool
+    direction: Direction | None = field(default=None)
+
+
+def ends_of(table: pl.DataFrame) -> Iterator[ConnectionEnds]:
+    """The rows of a connection table as :class:`ConnectionEnds`, in its order: one at a time,
+    each gone when the next comes (tens of thousands of objects held at once would be walked
+    by the garbage collector's next full pass)."""
+    directions = {d.value: d for d in Direction}
+    return (
+        ConnectionEnds(
+            source, line, host, pid, tid, dev, a, b, a_dev, b_dev, rev, directions.get(d)
+        )
+        for source, line, host, pid, tid, dev, a, b, a_dev, b_dev, rev, d in table.select(
+            "source",
+            "line",
+            "host",
+            "pid",
+            "tid",
+            "dev",
+            "from_rank",
+            "to_rank",
+            "from_dev",
+            "to_dev",
+            "reverse",
+            "direction",
+        ).iter_rows()
+    )
+
+
+def among(column: str, values: Iterable[Any], dtype: Any = pl.String) -> pl.Expr:
+    """Whether a column's value is one of these, a null one of them when None is (Python's
+    ``in``, where polars' ``is_in`` leaves null)."""
+    held = set(values)
+    known = pl.Series([v for v in held if v is not None], dtype=dtype)
+    return pl.col(column).is_in(known.implode()).fill_null(None in held)
+
+
+#: a connection over the network
+NET = pl.col("transport").eq("NET").fill_null(False)
+#: a connection over the socket transport (``_is_socket_conn`` of the rules)
+SOCKET = NET & pl.col("net_name").str.to_lowercase().eq("socket").fill_null(False)
+
+
+def connections(job: Job) -> Connections:
+    """The job's connections as a table (built once per job)."""
+    cached = job.cache.get("connections")
+    if not isinstance(cached, Connections):
+        order = {source: k for k, source in enumerate(job.sources)}
+        cached = Connections(job.connection_rows, job.held_connections, order)
+        job.cache["connections"] = cached
+    return cached

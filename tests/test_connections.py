@@ -1,0 +1,192 @@
+"""The model's connections as a table (ncclscope.model.connections): the job that keeps the
+pipeline's connection rows is the job that keeps their records, the table says what the records
+say, and ``diagnose`` builds no record of a connection it does not report.
+
+Every real log of the corpus, and a generated big job (three communicators per rank) where
+placing a connection in its communicator matters."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from ncclscope import api
+from ncclscope.model.connections import SOCKET, connections
+from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
+from ncclscope.model.records.serialize import record_to_dict
+from ncclscope.model.records.topology import Connection
+from ncclscope.model.views import views
+from ncclscope.parse.frames import bulk_of
+from ncclscope.parse.parser import LineParser, SourceStats
+from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, parse_segments
+from ncclscope.parse.reader import iter_batches
+
+from .helpers import bigjob, real_logs
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    gen = bigjob()
+    path = tmp_path_factory.mktemp("conn") / "big.log"
+    gen.write(path, gen.BigJob(8, no_ib=(3,), stuck=(21,)))
+    return path
+
+
+def _logs(big: Path) -> list[Path]:
+    return [*real_logs(), big]
+
+
+def _records_job(path: Path) -> Job:
+    """The job of a log whose connections the pipeline gives as records (as before the table,
+    and as an export still builds it), read in the batches ``api.build`` reads (a connection's
+    lines are one record within a batch)."""
+    builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
+    stats = SourceStats(str(path))
+    parser = LineParser()
+    with path.open("rb") as f:
+        segments = (
+            Segment(stats.source, stats, batch)
+            for batch in iter_batches(
+                f, stats.source, stats.damaged, parser.limits, BATCH_LINES, chars=BATCH_CHARS
+            )
+        )
+        for seg, (records, frames) in parse_segments(segments, parser, collapse=True):
+            builder.add_batch(records, [bulk_of(fr, seg.source) for fr in frames], True)
+    return builder.finish()
+
+
+def _rows_job(path: Path) -> Job:
+    return api.build([path])[0]
+
+
+def _state(job: Job) -> dict[str, Any]:
+    """What the model says of a job, its connections as records last (asking builds them)."""
+    state: dict[str, Any] = {
+        "sources": job.sources,
+        "counts": dict(job.counts),
+        "processes": [
+            (key, p.devs, {n: record_to_dict(s) for n, s in p.env.items()})
+            for key, p in job.processes.items()
+        ],
+        "first_seen": list(job.first_seen.items()),
+        "chains": [[(r.source, r.line) for r in c.records] for c in job.chains],
+        "folded": sorted(job.folded_sources),
+        "repairs": [dataclasses.astuple(r) for r in job.repairs],
+        "lines_per_process": dict(job.lines_per_process),
+    }
+    state["connections"] = [
+        (type(c).__name__, record_to_dict(c, with_text=True)) for c in job.of(Connection)
+    ]
+    return state
+
+
+def test_a_job_of_connection_rows_is_the_job_of_their_records(big_log: Path) -> None:
+    for log in _logs(big_log):
+        rows, records = _rows_job(log), _records_job(log)
+        want = _state(records)
+        got = _state(rows)
+        for key in want:
+            assert got[key] == want[key], f"{log.name}: {key}"
+
+
+def test_the_table_says_what_the_records_say(big_log: Path) -> None:
+    """Each row's columns are its record's fields, whether the rows were the pipeline's or
+    records (a line Lark read, an export's job)."""
+    columns = [
+        "source",
+        "line",
+        "host",
+        "pid",
+        "tid",
+        "dev",
+        "from_rank",
+        "to_rank",
+        "from_dev",
+        "to_dev",
+        "reverse",
+        "direction",
+        "transport",
+        "transport_detail",
+        "transport_class",
+        "p2p_mode",
+        "net_name",
+        "gdr",
+        "lines",
+    ]
+    seen = 0
+    for log in _logs(big_log):
+        tables = []
+        for job in (_rows_job(log), _records_job(log)):
+            conns = connections(job)
+            table = conns.table
+            built = conns.records()
+            assert len(built) == table.height
+            for row, rec in zip(table.select(columns).iter_rows(named=True), built, strict=True):
+                assert row["line"] == rec.line and row["lines"] == len(rec.printed_lines)
+                assert row["from_rank"] == rec.from_rank and row["to_rank"] == rec.to_rank
+                assert (row["from_dev"], row["to_dev"]) == (rec.from_dev, rec.to_dev), log.name
+                assert row["transport"] == (rec.transport and rec.transport.value)
+                assert row["direction"] == (rec.direction and rec.direction.value)
+                assert row["transport_detail"] == rec.transport_detail
+                assert (row["gdr"], row["reverse"]) == (rec.gdr, rec.reverse)
+                assert (row["host"], row["pid"], row["tid"], row["dev"]) == (
+                    rec.host,
+                    rec.pid,
+                    rec.tid,
+                    rec.dev,
+                )
+            tables.append(table.select(columns))
+            seen += table.height
+        assert tables[0].equals(tables[1]), log.name
+    assert seen > 1000
+
+
+def test_placed_connections_are_where_comm_of_puts_each_record(big_log: Path) -> None:
+    """``placed`` places every row as ``comm_of`` places its record, and says whether it
+    crosses nodes as the ranks' hosts in that communicator do."""
+    for log in _logs(big_log):
+        job = _rows_job(log)
+        v = views(job)
+        placed = v.placed
+        built = connections(job).records()
+        for row, rec in zip(
+            placed.select("comm", "crosses", "from_host", "to_host").iter_rows(),
+            built,
+            strict=True,
+        ):
+            comm = v.comm_of(rec)
+            hosts = v.hosts_in(comm)
+            a = hosts.get(rec.from_rank)
+            b = None if rec.to_rank is None else hosts.get(rec.to_rank)
+            crosses = None if a is None or b is None else a != b
+            assert row[:2] == (comm, crosses), f"{log.name}:{rec.line}"
+
+
+def test_diagnose_builds_only_the_connections_it_reports(big_log: Path) -> None:
+    """A rule asks the table: a diagnose that builds every connection's record (``of``) fails
+    here. The big job with a host off IB reports its socket connections, and only those (and
+    a connection as a finding's evidence) are built."""
+    built: list[int] = []
+    records = connections.__globals__["Connections"].records
+
+    def counted(self: Any, where: pl.Expr | None = None) -> list[Connection]:
+        out: list[Connection] = records(self, where)
+        built.append(len(out))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(connections.__globals__["Connections"], "records", counted)
+        diagnosis = api.diagnose([big_log])
+    job = diagnosis.job
+    assert job.connection_rows, "every connection was built into a record"
+    table = connections(job).table
+    sockets = table.filter(SOCKET).height
+    # NET001 and NET002 each build the socket connections they count; nothing builds more
+    assert 0 < sockets < table.height / 4
+    assert 0 < max(built) <= sockets
+    assert sum(built) <= 2 * sockets + 4
+    assert {f.rule for f in diagnosis.findings} >= {"NET001"}
