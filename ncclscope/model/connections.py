@@ -139,6 +139,31 @@ _VIA = (
 )
 
 
+#: the table's columns read from a record's transport (``_transport_values``), in order
+_TRANSPORT_COLUMNS: dict[str, Any] = {
+    "direction": pl.String,
+    "transport": pl.String,
+    "transport_detail": pl.String,
+    "transport_class": pl.String,
+    "p2p_mode": pl.String,
+    "net_name": pl.String,
+    "gdr": pl.Boolean,
+}
+
+
+def _transport_values(rec: Connection) -> tuple[Any, ...]:
+    """A record's values of ``_TRANSPORT_COLUMNS``."""
+    return (
+        None if rec.direction is None else rec.direction.value,
+        None if rec.transport is None else rec.transport.value,
+        rec.transport_detail,
+        transport_class(rec),
+        rec.p2p_mode,
+        rec.net_name,
+        rec.gdr,
+    )
+
+
 def _record_row(rec: Connection) -> tuple[Any, ...]:
     return (
         rec.source,
@@ -152,13 +177,7 @@ def _record_row(rec: Connection) -> tuple[Any, ...]:
         rec.from_dev,
         rec.to_dev,
         rec.reverse,
-        None if rec.direction is None else rec.direction.value,
-        None if rec.transport is None else rec.transport.value,
-        rec.transport_detail,
-        transport_class(rec),
-        rec.p2p_mode,
-        rec.net_name,
-        rec.gdr,
+        *_transport_values(rec),
         len(rec.printed_lines),
     )
 
@@ -223,33 +242,15 @@ def _rows_table(parts: Sequence[ConnectionRows]) -> pl.DataFrame:
         part = parts[cast(int, k)]
         made = part.records(part.rows.gather(firsts.get_column("row")))
         by_combo.update(zip(firsts.get_column("_combo").to_list(), made, strict=True))
-    built = [by_combo[code] for code in range(combos.height)]
-    via = combos.select(*_VIA).with_columns(
-        pl.Series(
-            "direction_",
-            [None if c.direction is None else c.direction.value for c in built],
-            dtype=pl.String,
-        ),
-        pl.Series(
-            "transport_",
-            [None if c.transport is None else c.transport.value for c in built],
-            dtype=pl.String,
-        ),
-        pl.Series("transport_detail", [c.transport_detail for c in built], dtype=pl.String),
-        pl.Series("transport_class", [transport_class(c) for c in built], dtype=pl.String),
-        pl.Series("p2p_mode_", [c.p2p_mode for c in built], dtype=pl.String),
-        pl.Series("net_name_", [c.net_name for c in built], dtype=pl.String),
-        pl.Series("gdr", [c.gdr for c in built], dtype=pl.Boolean),
+    # the derived columns are named with a trailing "_" until the printed ones are dropped
+    derived = pl.DataFrame(
+        [_transport_values(by_combo[code]) for code in range(combos.height)],
+        schema={f"{c}_": t for c, t in _TRANSPORT_COLUMNS.items()},
+        orient="row",
     )
+    via = pl.concat([combos.select(*_VIA), derived], how="horizontal")
     out = frame.join(via, on=list(_VIA), how="left", nulls_equal=True, maintain_order="left")
-    out = out.drop(*_VIA).rename(
-        {
-            "direction_": "direction",
-            "transport_": "transport",
-            "p2p_mode_": "p2p_mode",
-            "net_name_": "net_name",
-        }
-    )
+    out = out.drop(*_VIA).rename({f"{c}_": c for c in _TRANSPORT_COLUMNS})
     return out.with_columns(_devices(out, "from_dev", "to_dev"))
 
 

@@ -264,15 +264,7 @@ class Job:
     def stamps(self) -> list[tuple[str, int, str]]:
         """(source, line, timestamp) of every ``printed_records`` record with a timestamp,
         without building the connections kept as rows (their first line's)."""
-        out = [
-            (rec.source, rec.line, rec.timestamp)
-            for group in (
-                *self._by_kind.values(),
-                *(s.last.values() for s in self.summaries.values()),
-            )
-            for rec in group
-            if rec is not None and rec.timestamp
-        ]
+        out = [(r.source, r.line, r.timestamp) for r in self._printed_built() if r.timestamp]
         for rows in self._connection_rows:
             stamped = rows.rows.filter(pl.col("timestamp").fill_null("") != "")
             out += [
@@ -286,10 +278,9 @@ class Job:
         line) or the last record of a summarised kind's slot: ``printed_records``' lines,
         without building the connections kept as rows."""
         out: dict[str, int] = {}
-        for group in (*self._by_kind.values(), *(s.last.values() for s in self.summaries.values())):
-            for rec in group:
-                if rec is not None and rec.line > out.get(rec.source, 0):
-                    out[rec.source] = rec.line
+        for rec in self._printed_built():
+            if rec.line > out.get(rec.source, 0):
+                out[rec.source] = rec.line
         for rows in self._connection_rows:
             last = rows.rows.get_column("line").max()
             if isinstance(last, int) and last > out.get(rows.source, 0):
@@ -300,7 +291,14 @@ class Job:
         """``records_by_kind`` and the last record of each summarised kind's slot (the last
         collective call of each process and communicator): what a question about what was
         printed last, or when, must see."""
-        yield from self.records_by_kind()
+        if self._connection_rows:
+            self._build_connections()
+        return self._printed_built()
+
+    def _printed_built(self) -> Iterator[Record]:
+        """``printed_records`` without the connections kept as rows."""
+        for group in self._by_kind.values():
+            yield from group
         for summ in self.summaries.values():
             yield from (rec for rec in summ.last.values() if rec is not None)
 

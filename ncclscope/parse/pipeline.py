@@ -920,6 +920,14 @@ def _connection_groups(
     return built, grouped_lines
 
 
+#: a row's process as join keys, a null host or pid a value of its own (Python compares
+#: None equal; a join does not)
+_PROCESS_KEY: Final = (
+    pl.col("host").fill_null("\x00").alias("_host"),
+    pl.col("pid").fill_null(-1).alias("_pid"),
+)
+
+
 def _read_by_lark(
     rows: pl.DataFrame, processes: set[tuple[str, str | None, int | None]], sources: list[str]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -935,10 +943,7 @@ def _read_by_lark(
         schema={"src": pl.Int64, "_host": pl.String, "_pid": pl.Int64},
         orient="row",
     )
-    # a null host or pid is a value (as in _connection_runs)
-    keyed = rows.with_columns(
-        pl.col("host").fill_null("\x00").alias("_host"), pl.col("pid").fill_null(-1).alias("_pid")
-    )
+    keyed = rows.with_columns(*_PROCESS_KEY)
     on = ["src", "_host", "_pid"]
     by_lark = keyed.join(lark, on=on, how="semi").sort("src", "line")
     rest = keyed.join(lark, on=on, how="anti").sort("src", "line")
@@ -991,10 +996,7 @@ def _connection_runs(
         schema=schema,
         orient="row",
     )
-    process = [
-        pl.col("host").fill_null("\x00").alias("_host"),
-        pl.col("pid").fill_null(-1).alias("_pid"),
-    ]
+    process = _PROCESS_KEY
     rows = rows.with_columns(*process).sort("src", "line")
     run_ends = (
         pl.concat([*(e.cast(schema) for e in ends), lark])
