@@ -98,6 +98,17 @@ class ConnectionRows:
         self._threads = None
 
 
+#: the table's columns read from a record's transport (``_transport_values``), in order
+_TRANSPORT_COLUMNS: dict[str, Any] = {
+    "direction": pl.String,
+    "transport": pl.String,
+    "transport_detail": pl.String,
+    "transport_class": pl.String,
+    "p2p_mode": pl.String,
+    "net_name": pl.String,
+    "gdr": pl.Boolean,
+}
+
 #: the table's columns and types (``Connections.table``)
 SCHEMA: dict[str, Any] = {
     "i": pl.Int64,
@@ -114,13 +125,7 @@ SCHEMA: dict[str, Any] = {
     "from_dev": pl.Int64,
     "to_dev": pl.Int64,
     "reverse": pl.Boolean,
-    "direction": pl.String,
-    "transport": pl.String,
-    "transport_detail": pl.String,
-    "transport_class": pl.String,
-    "p2p_mode": pl.String,
-    "net_name": pl.String,
-    "gdr": pl.Boolean,
+    **_TRANSPORT_COLUMNS,
     "lines": pl.Int64,
 }
 
@@ -137,18 +142,6 @@ _VIA = (
     "via_rank",
     "via_bracket",
 )
-
-
-#: the table's columns read from a record's transport (``_transport_values``), in order
-_TRANSPORT_COLUMNS: dict[str, Any] = {
-    "direction": pl.String,
-    "transport": pl.String,
-    "transport_detail": pl.String,
-    "transport_class": pl.String,
-    "p2p_mode": pl.String,
-    "net_name": pl.String,
-    "gdr": pl.Boolean,
-}
 
 
 def _transport_values(rec: Connection) -> tuple[Any, ...]:
