@@ -346,14 +346,14 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
     ),
     (
         "ncclscope/parse/match.py",
-        ("MessageMemo",),
+        ("MessageMemo", "FieldMemo"),
         "a message that repeated in a batch is not typed again in the run's later batches: on "
         "the 100 MB init-heavy log each batch of 131,072 lines holds ~4,100 distinct messages, "
         "~90 of them new after the first batch; typing a later batch went from ~0.45 s to "
         "~0.09 s, and to ~0.03 s once the summarised kinds' repeated messages were kept too "
         "(the log's 14 batches, 0.75 -> 0.33 s). It holds 16,384 messages at most "
-        "(``MEMO_MESSAGES``: a log whose every line came twice repeats all its calls). It also "
-        "holds the own fields of those messages' records as Python values "
+        "(``MEMO_MESSAGES``: a log whose every line came twice repeats all its calls). "
+        "``FieldMemo`` holds the own fields of those messages' records as Python values "
         "(``fields``, kept by ``hold_fields`` within the same bound and read by "
         "pipeline._batch_records), converted once per run, "
         "not once per batch: 967 messages on that log, and its records took 1.10 instead of "

@@ -275,6 +275,23 @@ def test_a_job_of_small_logs_is_typed_together_and_written_as_each_alone(
     assert got.filter(pl.col("source") != str(bad)).equals(
         want.filter(pl.col("source") != str(bad))
     )
+    # the same for an error met once the lines are typed, while their records are built (the
+    # pipeline's second stage, on another thread than the typing)
+    monkeypatch.setattr(pipeline, "_columnar", columnar)
+    built = pipeline._Typed.built
+
+    def failing_build(typed: Any, *args: Any) -> Any:
+        if any(seg.source == str(bad) for seg in typed.pack):
+            raise RuntimeError("a builder bug")
+        return built(typed, *args)
+
+    monkeypatch.setattr(pipeline._Typed, "built", failing_build)
+    got = _export_job(logs, tmp_path / "bug-built")["sources"]
+    row = got.filter(pl.col("source") == str(bad))
+    assert row["error"].to_list() == ["RuntimeError: a builder bug"]
+    assert got.filter(pl.col("source") != str(bad)).equals(
+        want.filter(pl.col("source") != str(bad))
+    )
 
 
 def test_an_export_typing_packs_at_once_writes_what_one_at_a_time_does(

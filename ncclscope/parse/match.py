@@ -616,14 +616,6 @@ class MessageMemo:
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
-        #: the own fields of the records of messages that repeated in their batch, as the
-        #: record classes take them, by text (``hold_fields``; read by
-        #: ncclscope.parse.pipeline._batch_records)
-        self.fields: dict[str, dict[str, Any]] = {}
-        #: framework lines' texts (the `foreign` rule's) as the patterns typed them: the record
-        #: class and its own fields as the class takes them, or None where no pattern took the
-        #: text (``hold_framework``; read by ncclscope.parse.pipeline._framework_records)
-        self.framework: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None] = {}
         #: the last batch's new messages and their tables, kept when the next batch comes: a
         #: run's last batch (a short log's only one) is not kept for batches that never come
         #: (the benchmark's 1,000-line log: ~50 ms profiled; docs/performance.md)
@@ -654,22 +646,6 @@ class MessageMemo:
             held = self.store[str(kind)][part.get_column("slot")]
             tables.setdefault(str(kind), []).append(held.insert_column(0, part.get_column("row")))
         return {kind: pl.concat(parts).sort("row") for kind, parts in tables.items()}
-
-    def hold_fields(self, fields: Iterable[tuple[str, dict[str, Any]]]) -> None:
-        """Keep these messages' record fields (text, fields) for later batches, as many as the
-        memo has room for."""
-        room = MEMO_MESSAGES - len(self.fields)
-        if room > 0:
-            self.fields.update(itertools.islice(fields, room))
-
-    def hold_framework(
-        self, typed: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None]
-    ) -> None:
-        """Keep these framework texts' typing for later batches, as many as there is room for
-        (a job's framework lines repeat: every rank's watchdog, nccl-tests' lines of each run)."""
-        room = MEMO_MESSAGES - len(self.framework)
-        if room > 0:
-            self.framework.update(itertools.islice(typed.items(), room))
 
     def _keep(self, new: pl.DataFrame, typed: dict[str, pl.DataFrame]) -> None:
         """Keep the new messages that repeated in their batch: each kind's typed row (of the
@@ -715,6 +691,39 @@ class MessageMemo:
             )
         )
         self.index = pl.concat([self.index, *index])
+
+
+class FieldMemo:
+    """The record fields a run has built, by message text, for the batches after the one they
+    came in: what building a pack's records reads (ncclscope.parse.pipeline), where
+    :class:`MessageMemo` is what typing its lines reads. The two stages run on threads of their
+    own (``pipeline._typed``), each with its own memo."""
+
+    def __init__(self) -> None:
+        #: the own fields of the records of messages that repeated in their batch, as the
+        #: record classes take them, by text (``hold_fields``; read by
+        #: ncclscope.parse.pipeline._batch_records)
+        self.fields: dict[str, dict[str, Any]] = {}
+        #: framework lines' texts (the `foreign` rule's) as the patterns typed them: the record
+        #: class and its own fields as the class takes them, or None where no pattern took the
+        #: text (``hold_framework``; read by ncclscope.parse.pipeline._framework_records)
+        self.framework: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None] = {}
+
+    def hold_fields(self, fields: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep these messages' record fields (text, fields) for later batches, as many as the
+        memo has room for."""
+        room = MEMO_MESSAGES - len(self.fields)
+        if room > 0:
+            self.fields.update(itertools.islice(fields, room))
+
+    def hold_framework(
+        self, typed: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None]
+    ) -> None:
+        """Keep these framework texts' typing for later batches, as many as there is room for
+        (a job's framework lines repeat: every rank's watchdog, nccl-tests' lines of each run)."""
+        room = MEMO_MESSAGES - len(self.framework)
+        if room > 0:
+            self.framework.update(itertools.islice(typed.items(), room))
 
 
 _MEMO_INDEX: Final = {"text": pl.String, "kind": pl.String, "slot": pl.UInt32}

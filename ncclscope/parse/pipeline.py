@@ -192,8 +192,9 @@ def parse_segments(
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
     going with the job's other inputs).
 
-    The inputs are read and typed a batch ahead, on a thread of their own (``read_ahead``),
-    while the caller takes the batch before: the steps run on the caller's thread, in their
+    The inputs are read, and their records built, a batch ahead on a thread of their own
+    (``read_ahead``), while the caller takes the batch before; their lines are typed a pack
+    ahead of that, on another (``_typed``). The steps run on the caller's thread, in their
     place."""
     typed = _typed(segments, parser, kinds, collapse, contain, row_frames, typers, connection_rows)
     for item in read_ahead(typed):
@@ -215,30 +216,39 @@ def _typed(
 ) -> Iterator[tuple[Segment, Batch] | Step]:
     """``parse_segments``' segments typed, and its steps, in the order given.
 
-    The packs are typed on ``typers`` threads, at most ``typers`` packs at a time, and handed
-    on in input order. Typing is mostly polars work, which runs without the interpreter's
-    lock: where the caller's work is light (an export of collective calls writes its rows in
-    Arrow), two packs typed at once keep two cores busy. Each thread has its own memo (a run
-    reads the same whatever a memo holds: it only spares typing again). A pack's segments
-    count their lines into accounting of their own, added to their input's as they are handed
-    on: consecutive batches of one big log are typed at once."""
+    A pack's work comes in two stages. Its lines are typed by the patterns on one of
+    ``typers`` threads (``_parse_pack``), at most ``typers`` packs at a time; its records are
+    then built (``_Typed.built``) on this generator's thread, while the next pack is typed
+    (two packs are in hand at least).
+    Typing is mostly polars work, which runs without the interpreter's lock, and building is
+    Python: where the caller's work is light (an export of collective calls writes its rows
+    in Arrow), two packs typed at once keep two cores busy, and where it is heavy (the job
+    model), building a pack's records while the next is typed does. Each typing thread has
+    its own memo (a run reads the same whatever a memo holds: it only spares typing again);
+    the building has one (``match.FieldMemo``). A pack's segments count their lines into
+    accounting of their own, added to their input's when they are handed on, on this thread,
+    the one that reads the inputs: consecutive batches of one big log are typed at once."""
     local = threading.local()
+    fields = match.FieldMemo()
 
-    def typed(pack: list[Segment | Step]) -> list[tuple[Segment, Batch] | Step]:
+    def typed(pack: list[Segment | Step]) -> Callable[[], list[tuple[Segment, Batch] | Step]]:
         memo = getattr(local, "memo", None)
         if memo is None:
             memo = local.memo = match.MessageMemo()
-        return list(
-            _parse_pack(pack, parser, kinds, collapse, contain, memo, row_frames, connection_rows)
+        return _parse_pack(
+            pack, parser, kinds, collapse, contain, memo, fields, row_frames, connection_rows
         )
 
     with ThreadPoolExecutor(typers, thread_name_prefix="ncclscope-typer") as pool:
-        pending: deque[tuple[list[Segment | Step], Future[list[tuple[Segment, Batch] | Step]]]]
+        pending: deque[
+            tuple[list[Segment | Step], Future[Callable[[], list[tuple[Segment, Batch] | Step]]]]
+        ]
         pending = deque()
         try:
             for pack in _packs(segments):
                 pending.append((pack, pool.submit(typed, [_apart(item) for item in pack])))
-                if len(pending) >= typers:
+                # two packs at least: the next is typed while this one is built
+                if len(pending) >= max(typers, 2):
                     yield from _handed(*pending.popleft())
             while pending:
                 yield from _handed(*pending.popleft())
@@ -277,10 +287,12 @@ def _apart(item: Segment | Step) -> Segment | Step:
 
 
 def _handed(
-    pack: list[Segment | Step], typed: Future[list[tuple[Segment, Batch] | Step]]
+    pack: list[Segment | Step],
+    typed: Future[Callable[[], list[tuple[Segment, Batch] | Step]]],
 ) -> Iterator[tuple[Segment, Batch] | Step]:
-    """A typed pack's items, each segment's accounting added to its input's."""
-    for item, got in zip(pack, typed.result(), strict=True):
+    """A typed pack's items, its records built, each segment's accounting added to its
+    input's."""
+    for item, got in zip(pack, typed.result()(), strict=True):
         if isinstance(got, Step):
             yield got
             continue
@@ -348,41 +360,65 @@ def _parse_pack(
     collapse: bool,
     contain: bool,
     memo: match.MessageMemo,
+    fields: match.FieldMemo,
     row_frames: bool = False,
     connection_rows: bool = False,
-) -> Iterator[tuple[Segment, Batch] | Step]:
+) -> Callable[[], list[tuple[Segment, Batch] | Step]]:
+    """A pack's lines typed, here; what it gives builds their records and gives the pack's
+    items (the two stages of ``_typed``). An error in either stage is met when the items are
+    asked for."""
     segments = [s for s in pack if isinstance(s, Segment)]
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
-        batches = iter(
-            _read_pack(segments, parser, kinds, collapse, memo, row_frames, connection_rows)
+        built = _read_pack(
+            segments, parser, kinds, collapse, memo, fields, row_frames, connection_rows
         )
     except Exception as exc:
-        if not contain:
-            raise
-        if saved:
-            # find the segment it was met in: each read alone, from the accounting before
-            for seg, before in zip(segments, saved, strict=True):
-                _restore(seg.stats, before)
-            for item in pack:
-                if isinstance(item, Step):
-                    yield item
-                else:
-                    yield from _parse_pack(
-                        [item], parser, kinds, collapse, contain, memo, row_frames, connection_rows
-                    )
-            return
-        segments[0].stats.error = f"{type(exc).__name__}: {exc}"
-        batches = iter([([], [])])
-    for item in pack:
-        if isinstance(item, Step):
-            yield item
-            continue
-        records, frames = next(batches)
-        more = _last_error_lines(item.lines, records, item.stats)
-        if more:
-            records = sorted(records + more, key=_LINE)
-        yield item, (records, frames)
+        failure = exc
+
+        def built() -> list[Batch]:
+            raise failure
+
+    def items() -> Iterator[tuple[Segment, Batch] | Step]:
+        try:
+            batches = iter(built())
+        except Exception as exc:
+            if not contain:
+                raise
+            if saved:
+                # find the segment it was met in: each read alone, from the accounting before
+                for seg, before in zip(segments, saved, strict=True):
+                    _restore(seg.stats, before)
+                for item in pack:
+                    if isinstance(item, Step):
+                        yield item
+                    else:
+                        # a memo of its own: the typing thread's is typing the next pack
+                        yield from _parse_pack(
+                            [item],
+                            parser,
+                            kinds,
+                            collapse,
+                            contain,
+                            match.MessageMemo(),
+                            fields,
+                            row_frames,
+                            connection_rows,
+                        )()
+                return
+            segments[0].stats.error = f"{type(exc).__name__}: {exc}"
+            batches = iter([([], [])])
+        for item in pack:
+            if isinstance(item, Step):
+                yield item
+                continue
+            records, frames = next(batches)
+            more = _last_error_lines(item.lines, records, item.stats)
+            if more:
+                records = sorted(records + more, key=_LINE)
+            yield item, (records, frames)
+
+    return lambda: list(items())
 
 
 def _restore(stats: SourceStats, before: SourceStats) -> None:
@@ -400,13 +436,17 @@ def _read_pack(
     kinds: frozenset[str] | None,
     collapse: bool,
     memo: match.MessageMemo,
+    fields: match.FieldMemo,
     row_frames: bool = False,
     connection_rows: bool = False,
-) -> list[Batch]:
+) -> Callable[[], list[Batch]]:
+    """A pack's lines typed; what it gives builds their records (with Lark, every line is
+    read here)."""
     if not pack:
-        return []
+        return list
     if parser.engine != "lark":
-        return _columnar(pack, parser, memo, kinds, collapse, row_frames, connection_rows)
+        typed = _columnar(pack, parser, memo, kinds, collapse, row_frames, connection_rows)
+        return functools.partial(typed.built, fields)
     batches: list[Batch] = []
     for seg in pack:
         records: list[Record] = []
@@ -415,7 +455,7 @@ def _read_pack(
         if collapse and not row_frames:
             records = collapse_connections(records, HIGH_VOLUME_KINDS)
         batches.append((records, []))
-    return batches
+    return lambda: batches
 
 
 def _last_error_lines(batch: Lines, records: list[Record], stats: SourceStats) -> list[Record]:
@@ -482,10 +522,10 @@ def _columnar(
     collapse: bool = False,
     row_frames: bool = False,
     connection_rows: bool = False,
-) -> list[Batch]:
-    """The records and frames of each segment of a pack, its lines typed as one column: the
-    polars queries cost the same for ten lines as for a hundred thousand, and a job of per-rank
-    logs is thousands of small files."""
+) -> _Typed:
+    """A pack's lines typed as one column: the polars queries cost the same for ten lines as
+    for a hundred thousand, and a job of per-rank logs is thousands of small files. What it
+    gives builds the records and frames of each segment (``_Typed.built``)."""
     out: list[Batch] = [([], []) for _ in pack]
     # the line path counts a binary input's lines as noise
     live: list[int] = []
@@ -496,7 +536,7 @@ def _columnar(
         else:
             live.append(k)
     if not live:
-        return out
+        return _Typed(pack, parser, kinds, collapse, row_frames, connection_rows, out)
     df = _lines_frame(pack, live)
     text = pl.col("text")
     # lines the line path would read unchanged: cleaning is a no-op on them
@@ -612,132 +652,195 @@ def _columnar(
     # a kind table's ``row`` is its message's place in ``messages``: a row of ``base``
     base = cand.drop("ok", "msg")
     messages = cand.get_column("msg")
-    tables = memo.tables(messages)
-    sources = [seg.source for seg in pack]
-    records: list[Record] = []
-    #: the rows of ``base`` a pattern took
-    claimed: list[pl.Series] = []
-    connections: pl.DataFrame | None = None
-    #: where the patterns' records of other kinds are: where runs of a connection's lines end
-    ends: list[pl.DataFrame] = []
-    #: the kinds whose records are built together (most init kinds): see _batch_records
-    together: list[tuple[type[Record], pl.DataFrame]] = []
-    for kind, table in tables.items():
-        if not table.height:
-            continue
-        claimed.append(table.get_column("row"))
-        if kinds is not None and kind not in kinds:
-            continue
-        cls = cast(type[Record], KINDS[kind])
-        if kind not in HIGH_VOLUME_KINDS and not (collapse and cls is Connection):
-            together.append((cls, table))
-            continue
-        rows = pl.concat(
-            [base.select(pl.all().gather(table.get_column("row"))), table.drop("row")],
-            how="horizontal",
-        ).drop("i", "j")
-        if collapse and cls is Connection:
-            connections = rows  # built once the batch's other records say where runs end
-            continue
-        frame = _frame(cls, rows)
-        if frame is None:
-            records.extend(_records(cls, rows, sources))
-            continue
-        for k, part in _by_segment(frame.rows):
-            out[k][1].append(KindFrame(cls, part.drop("src")))
-    if together:
-        built, where = _batch_records(base, messages, together, sources, memo)
-        records.extend(built)
-        if collapse:
-            ends.append(where)
-    taken_rows = (
-        base.select(pl.col("i", "src").gather(pl.concat(claimed)))
-        if claimed
-        else base.select("i", "src").clear()
+    return _Typed(
+        pack,
+        parser,
+        kinds,
+        collapse,
+        row_frames,
+        connection_rows,
+        out,
+        df,
+        noise,
+        framework,
+        base,
+        messages,
+        memo.tables(messages),
     )
-    for k, count in _per_segment(taken_rows):
-        pack[k].stats.lines += count
-        pack[k].stats.nccl_lines += count
-        pack[k].stats.typed += count
-        pack[k].stats.records += count
-    framework_built, framework_rows = _framework_records(
-        pl.concat(framework), parser.markers, cap, sources, memo
-    )
-    records.extend(framework_built)
-    for k, count in _per_segment(framework_rows):
-        pack[k].stats.lines += count
-        pack[k].stats.typed += count
-        pack[k].stats.records += count
-    if collapse and framework_rows.height:
-        # the line path's framework records end runs of connection lines too (their process:
-        # no host, no pid)
-        ends.append(
-            framework_rows.select(
-                "src",
-                "line",
-                pl.lit(None, dtype=pl.String).alias("host"),
-                pl.lit(None, dtype=pl.Int64).alias("pid"),
-            )
+
+
+@dataclass
+class _Typed:
+    """A pack's lines as the patterns typed them (``_columnar``): what building their records
+    reads."""
+
+    pack: list[Segment]
+    parser: LineParser
+    kinds: frozenset[str] | None
+    collapse: bool
+    row_frames: bool
+    connection_rows: bool
+    #: each segment's records and frames: a binary input's already read by the line path
+    out: list[Batch]
+    #: the lines of the pack's other inputs (``_lines_frame``), none if it has none
+    df: pl.DataFrame | None = None
+    #: the noise's rows, the framework lines' and the rows with an NCCL envelope
+    noise: pl.DataFrame | None = None
+    framework: list[pl.DataFrame] = dataclasses.field(default_factory=list)
+    base: pl.DataFrame | None = None
+    #: each row's message (of ``base``), and the tables of the kinds the patterns took
+    messages: pl.Series | None = None
+    tables: dict[str, pl.DataFrame] = dataclasses.field(default_factory=dict)
+
+    def built(self, memo: match.FieldMemo) -> list[Batch]:
+        """The records and frames of each segment of the pack (``memo``: the fields of
+        messages built before)."""
+        if self.df is None:
+            return self.out
+        assert self.noise is not None and self.base is not None and self.messages is not None
+        pack, parser, kinds, out = self.pack, self.parser, self.kinds, self.out
+        collapse, row_frames, connection_rows = (
+            self.collapse,
+            self.row_frames,
+            self.connection_rows,
         )
-    taken = pl.concat(
-        [noise.get_column("i"), taken_rows.get_column("i"), framework_rows.get_column("i")]
-    )
-    # a whole envelope and a message no pattern takes: Lark reads the message alone
-    unclaimed = base.with_columns(messages.alias("msg")).filter(~pl.col("i").is_in(taken.implode()))
-    typed, untyped = _message_path(unclaimed, pack, parser)
-    # the records the patterns did not build: Lark's, after these
-    patterns_built = len(records)
-    records.extend(typed)
-    taken = pl.concat(
-        [taken, unclaimed.get_column("i").filter(~unclaimed.get_column("i").is_in(untyped))]
-    )
-    left = df.filter(~pl.col("i").is_in(taken.implode())).select("src", "j")
-    for k, part in _by_segment(left):
-        seg = pack[k]
-        records.extend(
-            _line_path(seg.lines, part.get_column("j").to_list(), seg.source, seg.stats, parser)
+        df, noise, framework, base, messages = (
+            self.df,
+            self.noise,
+            self.framework,
+            self.base,
+            self.messages,
         )
-    lark = records[patterns_built:]
-    # the processes of connections Lark read (a line whose envelope or message the patterns
-    # leave to it): the patterns' connections are in `connections`, not in `records`
-    lark_connections = (
-        {(r.source, r.host, r.pid) for r in lark if isinstance(r, Connection)}
-        if collapse and not row_frames
-        else set()
-    )
-    if connections is not None and connection_rows and not row_frames:
-        # kept as rows: the model's table of connections (see parse_segments), but for the
-        # processes some of whose connection lines Lark read: the model's reading gathers
-        # their lines with those, as records
-        for cls, rows in _grouped_connections(connections, ends, lark, sources):
-            gathered, kept = _read_by_lark(rows, lark_connections, sources)
-            for k, part in _by_segment(kept):
+        cap = parser.limits.max_token_chars
+        sources = [seg.source for seg in pack]
+        records: list[Record] = []
+        #: the rows of ``base`` a pattern took
+        claimed: list[pl.Series] = []
+        connections: pl.DataFrame | None = None
+        #: where the patterns' records of other kinds are: where runs of a connection's lines end
+        ends: list[pl.DataFrame] = []
+        #: the kinds whose records are built together (most init kinds): see _batch_records
+        together: list[tuple[type[Record], pl.DataFrame]] = []
+        for kind, table in self.tables.items():
+            if not table.height:
+                continue
+            claimed.append(table.get_column("row"))
+            if kinds is not None and kind not in kinds:
+                continue
+            cls = cast(type[Record], KINDS[kind])
+            if kind not in HIGH_VOLUME_KINDS and not (collapse and cls is Connection):
+                together.append((cls, table))
+                continue
+            rows = pl.concat(
+                [base.select(pl.all().gather(table.get_column("row"))), table.drop("row")],
+                how="horizontal",
+            ).drop("i", "j")
+            if collapse and cls is Connection:
+                connections = rows  # built once the batch's other records say where runs end
+                continue
+            frame = _frame(cls, rows)
+            if frame is None:
+                records.extend(_records(cls, rows, sources))
+                continue
+            for k, part in _by_segment(frame.rows):
                 out[k][1].append(KindFrame(cls, part.drop("src")))
-            records.extend(_connections(cls, gathered, sources))
-    elif connections is not None:
-        groups, lines = _connection_groups(connections, ends, lark, sources, row_frames)
-        records.extend(groups)
-        if row_frames and lines.height:
-            for k, part in _by_segment(lines):
-                out[k][1].append(RowFrame(ConnectionGroup, part.drop("src")))
-    if len(pack) == 1:
-        # one input's batch (a big log's every batch): its records are all of them, handed
-        # over whole (the 100 MB init-heavy log's 344k records, dealt one by one: 84 ms)
-        out[0][0].extend(records)
-    else:
-        by_source: dict[str, list[Record]] = {seg.source: out[k][0] for k, seg in enumerate(pack)}
-        for rec in records:
-            by_source[rec.source].append(rec)
-    if taken_rows.height or framework_rows.height or typed:
-        for got, _frames in out:
-            got.sort(key=_LINE)  # stable: the parts of a spliced line keep their order
-    if lark_connections:
-        # they may be lines of the patterns' connections: the model's reading gathers them
-        out = [
-            (collapse_connections(got, HIGH_VOLUME_KINDS, lark_connections), frames)
-            for got, frames in out
-        ]
-    return out
+        if together:
+            built, where = _batch_records(base, messages, together, sources, memo)
+            records.extend(built)
+            if collapse:
+                ends.append(where)
+        taken_rows = (
+            base.select(pl.col("i", "src").gather(pl.concat(claimed)))
+            if claimed
+            else base.select("i", "src").clear()
+        )
+        for k, count in _per_segment(taken_rows):
+            pack[k].stats.lines += count
+            pack[k].stats.nccl_lines += count
+            pack[k].stats.typed += count
+            pack[k].stats.records += count
+        framework_built, framework_rows = _framework_records(
+            pl.concat(framework), parser.markers, cap, sources, memo
+        )
+        records.extend(framework_built)
+        for k, count in _per_segment(framework_rows):
+            pack[k].stats.lines += count
+            pack[k].stats.typed += count
+            pack[k].stats.records += count
+        if collapse and framework_rows.height:
+            # the line path's framework records end runs of connection lines too (their process:
+            # no host, no pid)
+            ends.append(
+                framework_rows.select(
+                    "src",
+                    "line",
+                    pl.lit(None, dtype=pl.String).alias("host"),
+                    pl.lit(None, dtype=pl.Int64).alias("pid"),
+                )
+            )
+        taken = pl.concat(
+            [noise.get_column("i"), taken_rows.get_column("i"), framework_rows.get_column("i")]
+        )
+        # a whole envelope and a message no pattern takes: Lark reads the message alone
+        unclaimed = base.with_columns(messages.alias("msg")).filter(
+            ~pl.col("i").is_in(taken.implode())
+        )
+        typed, untyped = _message_path(unclaimed, pack, parser)
+        # the records the patterns did not build: Lark's, after these
+        patterns_built = len(records)
+        records.extend(typed)
+        taken = pl.concat(
+            [taken, unclaimed.get_column("i").filter(~unclaimed.get_column("i").is_in(untyped))]
+        )
+        left = df.filter(~pl.col("i").is_in(taken.implode())).select("src", "j")
+        for k, part in _by_segment(left):
+            seg = pack[k]
+            records.extend(
+                _line_path(seg.lines, part.get_column("j").to_list(), seg.source, seg.stats, parser)
+            )
+        lark = records[patterns_built:]
+        # the processes of connections Lark read (a line whose envelope or message the patterns
+        # leave to it): the patterns' connections are in `connections`, not in `records`
+        lark_connections = (
+            {(r.source, r.host, r.pid) for r in lark if isinstance(r, Connection)}
+            if collapse and not row_frames
+            else set()
+        )
+        if connections is not None and connection_rows and not row_frames:
+            # kept as rows: the model's table of connections (see parse_segments), but for the
+            # processes some of whose connection lines Lark read: the model's reading gathers
+            # their lines with those, as records
+            for cls, rows in _grouped_connections(connections, ends, lark, sources):
+                gathered, kept = _read_by_lark(rows, lark_connections, sources)
+                for k, part in _by_segment(kept):
+                    out[k][1].append(KindFrame(cls, part.drop("src")))
+                records.extend(_connections(cls, gathered, sources))
+        elif connections is not None:
+            groups, lines = _connection_groups(connections, ends, lark, sources, row_frames)
+            records.extend(groups)
+            if row_frames and lines.height:
+                for k, part in _by_segment(lines):
+                    out[k][1].append(RowFrame(ConnectionGroup, part.drop("src")))
+        if len(pack) == 1:
+            # one input's batch (a big log's every batch): its records are all of them, handed
+            # over whole (the 100 MB init-heavy log's 344k records, dealt one by one: 84 ms)
+            out[0][0].extend(records)
+        else:
+            by_source: dict[str, list[Record]] = {
+                seg.source: out[k][0] for k, seg in enumerate(pack)
+            }
+            for rec in records:
+                by_source[rec.source].append(rec)
+        if taken_rows.height or framework_rows.height or typed:
+            for got, _frames in out:
+                got.sort(key=_LINE)  # stable: the parts of a spliced line keep their order
+        if lark_connections:
+            # they may be lines of the patterns' connections: the model's reading gathers them
+            out = [
+                (collapse_connections(got, HIGH_VOLUME_KINDS, lark_connections), frames)
+                for got, frames in out
+            ]
+        return out
 
 
 def _framework_records(
@@ -745,7 +848,7 @@ def _framework_records(
     markers: Markers,
     cap: int,
     sources: list[str],
-    memo: match.MessageMemo,
+    memo: match.FieldMemo,
 ) -> tuple[list[Record], pl.DataFrame]:
     """The records of the lines in which the line path's splitter finds no NCCL part that the
     `foreign` patterns read (PyTorch, nccl-tests, launchers: ``LineParser._foreign``), and their
@@ -1380,7 +1483,7 @@ def _batch_records(
     messages: pl.Series,
     kinds: list[tuple[type[Record], pl.DataFrame]],
     sources: list[str],
-    memo: match.MessageMemo,
+    memo: match.FieldMemo,
 ) -> tuple[list[Record], pl.DataFrame]:
     """The records of these kinds' tables (``row``: a row of ``base`` and of ``messages``), and
     the ``src``, ``line``, ``host`` and ``pid`` of their rows (where runs of a connection's
