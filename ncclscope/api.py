@@ -81,11 +81,16 @@ def build(
     read whole; each file or member (and stdin) is a log or a trace artifact (topology/graph
     XML, Inspector, RAS, Flight Recorder …, ncclscope.traces) by its content, and both join the
     one model (ncclscope.traces.inputs)."""
-    from ncclscope.model.connections import ConnectionRows
-    from ncclscope.model.job import HIGH_VOLUME_KINDS, JobBuilder
+    from ncclscope.model.held import HeldRows
+    from ncclscope.model.job import HELD_KINDS, HIGH_VOLUME_KINDS, JobBuilder
     from ncclscope.model.records.topology import Connection
     from ncclscope.parse.frames import bulk_of
-    from ncclscope.parse.pipeline import Segment, connection_records, parse_segments
+    from ncclscope.parse.pipeline import (
+        Segment,
+        connection_records,
+        held_records,
+        parse_segments,
+    )
     from ncclscope.traces.inputs import Artifact, LogFile, LogMember, iter_inputs, log_segments
 
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
@@ -106,18 +111,23 @@ def build(
                 stats.append(item.stats())
 
     for seg, (records, frames) in parse_segments(
-        logs(), parser, collapse=True, connection_rows=True
+        logs(), parser, collapse=True, connection_rows=True, held=HELD_KINDS
     ):
         if progress is not None and seg.meter is not None:
             progress(seg.source, seg.meter)
         builder.add_batch(
             records,
-            [bulk_of(f, seg.source) for f in frames if not issubclass(f.cls, Connection)],
+            [bulk_of(f, seg.source) for f in frames if f.cls.KIND in HIGH_VOLUME_KINDS],
             collapsed=True,
-            connections=[
-                ConnectionRows(seg.source, f.cls, f.rows, connection_records)
+            held=[
+                HeldRows(
+                    seg.source,
+                    f.cls,
+                    f.rows,
+                    connection_records if issubclass(f.cls, Connection) else held_records,
+                )
                 for f in frames
-                if issubclass(f.cls, Connection)
+                if f.cls.KIND not in HIGH_VOLUME_KINDS
             ],
         )
     for art in artifacts:

@@ -5,7 +5,7 @@ NET/IB/0/GDRDMA``): the model reads the lines of one connection on several chann
 connection (ncclscope.model.collapse), and still holds tens of thousands of them. Held as
 records, each was a Python object of ~45 fields that every full pass of the garbage collector
 walked, and every question (which transport, which crossed nodes) a loop over all of them.
-Here they stay the pipeline's rows (:class:`ConnectionRows`), and the questions are asked of
+Here they stay the pipeline's rows (:class:`~ncclscope.model.held.HeldRows`), and the questions are asked of
 one table of their columns (:class:`Connections`); a rule that reports connections builds the
 records of the rows it reports, as evidence.
 
@@ -16,17 +16,17 @@ holds them too, so a question sees every connection either way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
-from ncclscope.model.records.base import Record
+from ncclscope.model.held import HeldRows
 from ncclscope.model.records.topology import Connection, Direction, _dev_or_bus
 
 if TYPE_CHECKING:
-    from ncclscope.model.job import Job, ThreadKey
+    from ncclscope.model.job import Job
 
 _NUM = re.compile(r"/\d+(\(\d+\))?")
 
@@ -35,67 +35,6 @@ def transport_class(conn: Connection) -> str:
     """A connection's transport without channel-specific numbers: ``P2P/IPC/read``,
     ``SHM/direct/direct``, ``NET/IB/GDRDMA``, ``NET/Socket``."""
     return _NUM.sub("", conn.transport_detail)
-
-
-#: builds the records of some rows of one source's connection frame (the parse layer's)
-BuildConnections = Callable[[type[Connection], pl.DataFrame, str], list[Record]]
-
-
-@dataclass
-class ConnectionRows:
-    """The connections of one batch of one source, as the pipeline typed them: a row per
-    connection (a group's other lines and channels in ``more_lines`` and ``more_channels``),
-    the fields as printed (before ``Connection.__post_init__``)."""
-
-    source: str
-    cls: type[Connection]
-    rows: pl.DataFrame
-    build: BuildConnections
-    _lines: dict[ThreadKey, list[int]] | None = field(default=None, init=False, repr=False)
-    _threads: frozenset[ThreadKey] | None = field(default=None, init=False, repr=False)
-
-    @property
-    def lines(self) -> int:
-        """The lines these connections printed."""
-        if "more_lines" not in self.rows.columns:
-            return self.rows.height
-        return self.rows.height + int(self.rows.get_column("more_lines").list.len().sum())
-
-    def records(self, rows: pl.DataFrame | None = None) -> list[Connection]:
-        """Records of these rows (of ``rows``, a part of them)."""
-        part = self.rows if rows is None else rows
-        return cast(list[Connection], self.build(self.cls, part, self.source))
-
-    @property
-    def threads(self) -> frozenset[ThreadKey]:
-        """The threads these rows are on, while the batch is read (``read``)."""
-        if self._threads is None:
-            self._threads = frozenset(self._thread_lines())
-        return self._threads
-
-    def thread_lines(self, threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
-        """The lines of these threads' connections, sorted (an error chain ends at any other
-        line of its thread; a connection's other lines follow its first with no other line of
-        its process between them)."""
-        held = self._thread_lines()
-        return {t: held[t] for t in threads if t in held}
-
-    def _thread_lines(self) -> dict[ThreadKey, list[int]]:
-        if self._lines is None:
-            self._lines = {
-                (self.source, host, pid, tid): lines
-                for host, pid, tid, lines in self.rows.group_by("host", "pid", "tid")
-                .agg(pl.col("line").sort())
-                .iter_rows()
-            }
-        return self._lines
-
-    def read(self) -> None:
-        """The batch is read: its threads and their lines are not asked again (a list per
-        thread held for the job's life would be walked by every full pass of the garbage
-        collector, and a repair of the rows' hosts by ``_reconcile`` would leave them stale)."""
-        self._lines = None
-        self._threads = None
 
 
 #: the table's columns read from a record's transport (``_transport_values``), in order
@@ -189,7 +128,7 @@ def _devices(frame: pl.DataFrame, *columns: str) -> list[pl.Expr]:
     ]
 
 
-def _rows_table(parts: Sequence[ConnectionRows]) -> pl.DataFrame:
+def _rows_table(parts: Sequence[HeldRows]) -> pl.DataFrame:
     """The table's columns of the rows of every part (``part``: its index, ``row``: the row's
     there). Each distinct transport (``_VIA``) is read by the record class itself, from the
     first row that prints it; the ranks and their devices as the record turns them."""
@@ -233,7 +172,7 @@ def _rows_table(parts: Sequence[ConnectionRows]) -> pl.DataFrame:
     by_combo: dict[int, Connection] = {}
     for (k,), firsts in combos.group_by(["part"]):
         part = parts[cast(int, k)]
-        made = part.records(part.rows.gather(firsts.get_column("row")))
+        made = cast(list[Connection], part.records(part.rows.gather(firsts.get_column("row"))))
         by_combo.update(zip(firsts.get_column("_combo").to_list(), made, strict=True))
     # the derived columns are named with a trailing "_" until the printed ones are dropped
     derived = pl.DataFrame(
@@ -252,7 +191,7 @@ class Connections:
     ``records`` of the rows asked."""
 
     def __init__(
-        self, parts: Sequence[ConnectionRows], held: Sequence[Connection], order: dict[str, int]
+        self, parts: Sequence[HeldRows], held: Sequence[Connection], order: dict[str, int]
     ) -> None:
         self._parts = list(parts)
         self._held = list(held)
@@ -311,7 +250,7 @@ class Connections:
                     built = [self._held[r] for r in wanted]
                 else:
                     whole = self._parts[part]
-                    built = whole.records(whole.rows.gather(wanted))
+                    built = cast(list[Connection], whole.records(whole.rows.gather(wanted)))
                 self._built.update(zip(at, built, strict=True))
         return [self._built[i] for i in rows]
 

@@ -24,8 +24,8 @@ from typing import TypeVar, cast
 import polars as pl
 
 from ncclscope.model.collapse import collapse_connections
-from ncclscope.model.connections import ConnectionRows
 from ncclscope.model.enums import Level, NcclResult
+from ncclscope.model.held import HeldRows
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import ReturnCode
 from ncclscope.model.records.topology import Connection
@@ -36,6 +36,33 @@ R = TypeVar("R", bound=Record)
 #: Kinds printed once per collective or allocation: kept as counts and last-per-thread only.
 HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
     {"coll_call", "coll_plan", "api_call", "tuning_choice", "mem_alloc", "proxy_event"}
+)
+
+#: Kinds a big job's init prints once per rank (or per channel) that no rule and no view of a
+#: diagnosis reads: the model holds their lines as rows (ncclscope.model.held), and builds their
+#: records the first time ``Job.of`` asks for them (a picture, ``topo``, a rule that starts
+#: reading one). Counted on the 4,096-GPU bigjob log: 70k of its 222k records (and trees' 100k
+#: parts); on the 100 MB init-heavy log, 54k of 298k. tests/test_held.py holds every real log's
+#: diagnose to building none of them. A kind the builder reads (settings, error frames) or
+#: that opens an error chain (a WARN) is never held.
+HELD_KINDS: frozenset[str] = frozenset(
+    {
+        "bootstrap_timings",
+        "dma_buf_available",
+        "graph_tree",
+        "net_plugin_device_api",
+        "p2p_chunksize",
+        "p2p_type_check",
+        "plugin_assigned",
+        "plugin_initialized",
+        "plugin_internal",
+        "ring_neighbors",
+        "thread_thresholds",
+        "threads_per_block",
+        "topo_nic_filled",
+        "trees",
+        "tuning_table_row",
+    }
 )
 
 _RAY_FOLDED = "x across cluster]"
@@ -179,7 +206,9 @@ class Job:
         self.first_seen: dict[ProcessKey, tuple[str, int]] = {}
         #: the connections the pipeline kept as rows (ncclscope.model.connections): built into
         #: records only if a query asks for every connection as records (``of``)
-        self._connection_rows: list[ConnectionRows] = []
+        self._connection_rows: list[HeldRows] = []
+        #: the lines of HELD_KINDS kept as rows, by kind: built into records when ``of`` asks
+        self._held: dict[str, list[HeldRows]] = {}
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -188,6 +217,9 @@ class Job:
         asked as a table (ncclscope.model.connections): as records, every one is built."""
         if self._connection_rows and any(cls.KIND == Connection.KIND for cls in classes):
             self._build_connections()
+        for cls in classes:
+            if cls.KIND in self._held:
+                self._build_held(cls.KIND)
         out: list[R] = []
         for cls in classes:
             out.extend(self._by_kind.get(cls.KIND, ()))  # type: ignore[arg-type]
@@ -196,7 +228,7 @@ class Job:
         return out
 
     @property
-    def connection_rows(self) -> list[ConnectionRows]:
+    def connection_rows(self) -> list[HeldRows]:
         """The connections kept as rows (not yet built into records)."""
         return self._connection_rows
 
@@ -212,6 +244,18 @@ class Job:
         held = self._by_kind[Connection.KIND]
         held.extend(built)
         held.sort(key=self.input_order())
+
+    def _build_held(self, kind: str) -> None:
+        built = [rec for rows in self._held.pop(kind) for rec in rows.records()]
+        held = self._by_kind[kind]
+        held.extend(built)
+        held.sort(key=self.input_order())
+
+    def held_rows(self) -> Iterator[HeldRows]:
+        """Every batch's rows not built into records: the connections' and the held kinds'."""
+        yield from self._connection_rows
+        for rows in self._held.values():
+            yield from rows
 
     def input_order(self) -> Callable[[Record], tuple[int, int]]:
         """The sort key of input order: (the source's place in ``sources``, line). Sort with it
@@ -256,16 +300,21 @@ class Job:
     def records_by_kind(self) -> Iterator[Record]:
         """Every stored (low-volume) record, kind by kind: for a question whose answer does not
         depend on order (the last line of each source), without the sort of ``all_records``."""
-        if self._connection_rows:
-            self._build_connections()
+        self._build_all()
         for group in self._by_kind.values():
             yield from group
 
+    def _build_all(self) -> None:
+        if self._connection_rows:
+            self._build_connections()
+        for kind in list(self._held):
+            self._build_held(kind)
+
     def stamps(self) -> list[tuple[str, int, str]]:
         """(source, line, timestamp) of every ``printed_records`` record with a timestamp,
-        without building the connections kept as rows (their first line's)."""
+        without building the rows held (a connection's first line's)."""
         out = [(r.source, r.line, r.timestamp) for r in self._printed_built() if r.timestamp]
-        for rows in self._connection_rows:
+        for rows in self.held_rows():
             stamped = rows.rows.filter(pl.col("timestamp").fill_null("") != "")
             out += [
                 (rows.source, line, stamp)
@@ -276,12 +325,12 @@ class Job:
     def last_lines(self) -> dict[str, int]:
         """The last line of each source that printed a stored record, a connection (its first
         line) or the last record of a summarised kind's slot: ``printed_records``' lines,
-        without building the connections kept as rows."""
+        without building the rows held."""
         out: dict[str, int] = {}
         for rec in self._printed_built():
             if rec.line > out.get(rec.source, 0):
                 out[rec.source] = rec.line
-        for rows in self._connection_rows:
+        for rows in self.held_rows():
             last = rows.rows.get_column("line").max()
             if isinstance(last, int) and last > out.get(rows.source, 0):
                 out[rows.source] = last
@@ -291,12 +340,11 @@ class Job:
         """``records_by_kind`` and the last record of each summarised kind's slot (the last
         collective call of each process and communicator): what a question about what was
         printed last, or when, must see."""
-        if self._connection_rows:
-            self._build_connections()
+        self._build_all()
         return self._printed_built()
 
     def _printed_built(self) -> Iterator[Record]:
-        """``printed_records`` without the connections kept as rows."""
+        """``printed_records`` without the rows held."""
         for group in self._by_kind.values():
             yield from group
         for summ in self.summaries.values():
@@ -366,23 +414,24 @@ class JobBuilder:
         records: list[Record],
         bulks: list[Bulk],
         collapsed: bool = False,
-        connections: Sequence[ConnectionRows] = (),
+        held: Sequence[HeldRows] = (),
     ) -> None:
         """Records of one batch of one source, in order, and the bulk rows typed alongside them:
         the model is the one ``add`` gives for all of them in line order, a connection's
         lines on several channels read as one record (ncclscope.model.collapse; ``collapsed``:
         the records already are, as ``parse_segments(..., collapse=True)`` gives them).
-        ``connections``: the batch's connections as rows (``parse_segments(...,
-        connection_rows=True)``), kept as they are, as if each were its record."""
+        ``held``: the batch's connections and lines of HELD_KINDS as rows (``parse_segments(...,
+        connection_rows=True, held=HELD_KINDS)``), kept as they are, as if each were its
+        record."""
         if not collapsed:
             records = collapse_connections(records, self._summarised)
-        kept: list[ConnectionRows] = []
-        for conns in connections:
-            if conns.rows.get_column("level").eq("WARN").any():
+        kept: list[HeldRows] = []
+        for part in held:
+            if part.rows.get_column("level").eq("WARN").any():
                 # a WARN opens an error chain: read as records, as without rows
-                records = sorted(records + list(conns.records()), key=_LINE)
-            elif conns.rows.height:
-                kept.append(conns)
+                records = sorted(records + part.records(), key=_LINE)
+            elif part.rows.height:
+                kept.append(part)
         if not bulks and not kept:
             for rec in records:
                 self.add(rec)
@@ -390,8 +439,11 @@ class JobBuilder:
         job = self.job
         # What a record's first appearance inserts (dict order is input order), in line order.
         events: list[tuple[int, int, Callable[[], None]]] = []
-        for conns in kept:
-            events += self._rows_events(conns)
+        # the lines of all the kinds held, read as one: a group-by per kind and batch cost
+        # more than building the records of the smaller kinds
+        envelopes = _envelopes(kept)
+        if envelopes is not None:
+            events += self._rows_events(envelopes)
         for b in bulks:
             events.append((b.first_line, 0, functools.partial(self._bulk_kind, b)))
             for first, host, pid, _devs in b.processes:
@@ -401,7 +453,7 @@ class JobBuilder:
             for first, slot, _last, _rec in b.slots:
                 events.append((first, 2, functools.partial(self._bulk_slot, b.kind, slot)))
         events.sort(key=lambda e: (e[0], e[1]))
-        lined: list[Bulk | ConnectionRows] = [*bulks, *kept]
+        lined: list[Bulk | HeldRows] = [*bulks] if envelopes is None else [*bulks, envelopes]
         lines_of: dict[ThreadKey, list[int]] | None = None
         ei = 0
         for rec in records:
@@ -428,10 +480,12 @@ class JobBuilder:
             for thread, lines in lines_of.items():
                 if _any_between(lines, self._open[thread].records[-1].line, None):
                     del self._open[thread]
-        for conns in kept:
-            conns.read()
-            job.counts[Connection.KIND] += conns.lines
-            job._connection_rows.append(conns)
+        for part in kept:
+            job.counts[part.cls.KIND] += part.lines
+            if issubclass(part.cls, Connection):
+                job._connection_rows.append(part)
+            else:
+                job._held.setdefault(part.cls.KIND, []).append(part)
         for b in bulks:
             self._count_related(b)
             job.counts[b.kind] += b.count
@@ -445,18 +499,18 @@ class JobBuilder:
                 if pending is not None:
                     newer = pending[0] < last
                 else:
-                    held = summ.last.get(slot)
-                    newer = held is None or held.line < last
+                    before = summ.last.get(slot)
+                    newer = before is None or before.line < last
                 if newer:
                     self._pending[key] = (last, rows)
         if len({id(rows) for _line, rows in self._pending.values()}) > PENDING_BULKS_MAX:
             # slots last seen in many different batches: build them rather than hold every batch
             self._build_pending()
 
-    def _rows_events(self, rows: ConnectionRows) -> list[tuple[int, int, Callable[[], None]]]:
-        """What connection rows insert as records would (their source, a process not seen yet,
-        a device not seen yet of a process), each at the first line that does: (line, order at
-        one line, what it does)."""
+    def _rows_events(self, rows: HeldRows) -> list[tuple[int, int, Callable[[], None]]]:
+        """What rows insert as records would (their source, a process not seen yet, a device
+        not seen yet of a process), each at the first line that does: (line, order at one
+        line, what it does)."""
         job = self.job
         frame = rows.rows
         if rows.source not in job.folded_sources and (
@@ -644,8 +698,9 @@ def _damaged_hosts(job: Job) -> dict[ProcessKey, str]:
     for recs in job._by_kind.values():
         # counted in C, not by a Python loop over every record (a big job's init has millions)
         per_host.update(map(_HOST, recs))
-    if job._connection_rows:
-        column = pl.concat([c.rows.get_column("host") for c in job._connection_rows])
+    held = list(job.held_rows())
+    if held:
+        column = pl.concat([c.rows.get_column("host") for c in held])
         per_host.update(dict(column.value_counts().iter_rows()))
     weight: Counter[str] = Counter({h: n for h, n in per_host.items() if h is not None})
     for summ in job.summaries.values():
@@ -705,14 +760,14 @@ def _reconcile(job: Job) -> None:
         for at, host in enumerate(map(_HOST, recs)):
             if host in damaged:
                 recs[at] = fix(recs[at])
-    # the connections kept as rows: their host put back by a join on (printed host, pid)
+    # the rows held: their host put back by a join on (printed host, pid)
     repaired = pl.DataFrame(
         [(printed, -1 if pid is None else pid, host) for (printed, pid), host in moved.items()],
         schema={"host": pl.String, "_pid": pl.Int64, "_repaired": pl.String},
         orient="row",
     )
     printed_hosts = pl.Series(sorted(damaged), dtype=pl.String).implode()
-    for conns in job._connection_rows:
+    for conns in job.held_rows():
         if not conns.rows.get_column("host").is_in(printed_hosts).any():
             continue
         frame = conns.rows.with_columns(pl.col("pid").fill_null(-1).alias("_pid")).join(
@@ -769,8 +824,22 @@ def _reconcile(job: Job) -> None:
     job.repairs.sort(key=lambda r: (r.first, r.printed))
 
 
+def _envelopes(held: Sequence[HeldRows]) -> HeldRows | None:
+    """The lines of a batch's rows held, of every kind, as one frame of their envelopes (what
+    ``_rows_events`` and the chains' ends read), to be read once the batch is; None if none."""
+    if not held:
+        return None
+    columns = ("line", "host", "pid", "tid", "dev", "text")
+    frame = pl.concat([rows.rows.select(columns) for rows in held])
+    return HeldRows(held[0].source, Record, frame, _unbuilt)
+
+
+def _unbuilt(_cls: type[Record], _rows: pl.DataFrame, _source: str) -> list[Record]:
+    raise TypeError("the envelopes of rows held build no record")
+
+
 def _open_in(
-    bulks: Sequence[Bulk | ConnectionRows], chains: dict[ThreadKey, ErrorChain]
+    bulks: Sequence[Bulk | HeldRows], chains: dict[ThreadKey, ErrorChain]
 ) -> set[ThreadKey]:
     """The threads of open chains that have rows in these bulks (a batch's bulks and
     connections are on thousands of threads, its open chains on a few)."""
@@ -782,7 +851,7 @@ def _open_in(
 
 
 def _merge_thread_lines(
-    bulks: Sequence[Bulk | ConnectionRows], threads: set[ThreadKey]
+    bulks: Sequence[Bulk | HeldRows], threads: set[ThreadKey]
 ) -> dict[ThreadKey, list[int]]:
     out: dict[ThreadKey, list[int]] = {thread: [] for thread in threads}
     for b in bulks:

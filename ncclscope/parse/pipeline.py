@@ -146,6 +146,7 @@ def parse_segments(
     row_frames: bool = False,
     typers: int = 1,
     connection_rows: bool = False,
+    held: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
     frames of the kinds read as columns. With the lark engine every line is read by Lark. A
@@ -188,6 +189,10 @@ def parse_segments(
     records: the model keeps connections as a table (ncclscope.model.connections). A batch
     whose connections Lark read some lines of gives records, as without it.
 
+    ``held``: kinds whose lines the patterns read come as frames of their rows (a
+    ``KindFrame``, one row per line, ``held_records`` builds them), not as records: the model
+    builds them only if a question asks (ncclscope.model.held).
+
     ``contain``: a parser error costs the segment it is met in, not the run: its input's
     ``stats.error`` says what it was, and the segment comes with no record (the exporter keeps
     going with the job's other inputs).
@@ -196,7 +201,9 @@ def parse_segments(
     (``read_ahead``), while the caller takes the batch before; their lines are typed a pack
     ahead of that, on another (``_typed``). The steps run on the caller's thread, in their
     place."""
-    typed = _typed(segments, parser, kinds, collapse, contain, row_frames, typers, connection_rows)
+    typed = _typed(
+        segments, parser, kinds, collapse, contain, row_frames, typers, connection_rows, held
+    )
     for item in read_ahead(typed):
         if isinstance(item, Step):
             item.run()
@@ -213,6 +220,7 @@ def _typed(
     row_frames: bool,
     typers: int = 1,
     connection_rows: bool = False,
+    held: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[Segment, Batch] | Step]:
     """``parse_segments``' segments typed, and its steps, in the order given.
 
@@ -236,7 +244,7 @@ def _typed(
         if memo is None:
             memo = local.memo = match.MessageMemo()
         return _parse_pack(
-            pack, parser, kinds, collapse, contain, memo, fields, row_frames, connection_rows
+            pack, parser, kinds, collapse, contain, memo, fields, row_frames, connection_rows, held
         )
 
     with ThreadPoolExecutor(typers, thread_name_prefix="ncclscope-typer") as pool:
@@ -363,6 +371,7 @@ def _parse_pack(
     fields: match.FieldMemo,
     row_frames: bool = False,
     connection_rows: bool = False,
+    held: frozenset[str] = frozenset(),
 ) -> Callable[[], list[tuple[Segment, Batch] | Step]]:
     """A pack's lines typed, here; what it gives builds their records and gives the pack's
     items (the two stages of ``_typed``). An error in either stage is met when the items are
@@ -371,7 +380,7 @@ def _parse_pack(
     saved = [copy.deepcopy(s.stats) for s in segments] if contain and len(segments) > 1 else []
     try:
         built = _read_pack(
-            segments, parser, kinds, collapse, memo, fields, row_frames, connection_rows
+            segments, parser, kinds, collapse, memo, fields, row_frames, connection_rows, held
         )
     except Exception as exc:
         failure = exc
@@ -404,6 +413,7 @@ def _parse_pack(
                             fields,
                             row_frames,
                             connection_rows,
+                            held,
                         )()
                 return
             segments[0].stats.error = f"{type(exc).__name__}: {exc}"
@@ -439,13 +449,14 @@ def _read_pack(
     fields: match.FieldMemo,
     row_frames: bool = False,
     connection_rows: bool = False,
+    held: frozenset[str] = frozenset(),
 ) -> Callable[[], list[Batch]]:
     """A pack's lines typed; what it gives builds their records (with Lark, every line is
     read here)."""
     if not pack:
         return list
     if parser.engine != "lark":
-        typed = _columnar(pack, parser, memo, kinds, collapse, row_frames, connection_rows)
+        typed = _columnar(pack, parser, memo, kinds, collapse, row_frames, connection_rows, held)
         return functools.partial(typed.built, fields)
     batches: list[Batch] = []
     for seg in pack:
@@ -522,6 +533,7 @@ def _columnar(
     collapse: bool = False,
     row_frames: bool = False,
     connection_rows: bool = False,
+    held: frozenset[str] = frozenset(),
 ) -> _Typed:
     """A pack's lines typed as one column: the polars queries cost the same for ten lines as
     for a hundred thousand, and a job of per-rank logs is thousands of small files. What it
@@ -536,7 +548,7 @@ def _columnar(
         else:
             live.append(k)
     if not live:
-        return _Typed(pack, parser, kinds, collapse, row_frames, connection_rows, out)
+        return _Typed(pack, parser, kinds, collapse, row_frames, connection_rows, held, out)
     df = _lines_frame(pack, live)
     text = pl.col("text")
     # lines the line path would read unchanged: cleaning is a no-op on them
@@ -659,6 +671,7 @@ def _columnar(
         collapse,
         row_frames,
         connection_rows,
+        held,
         out,
         df,
         noise,
@@ -680,6 +693,8 @@ class _Typed:
     collapse: bool
     row_frames: bool
     connection_rows: bool
+    #: the kinds whose rows are given as frames, not built into records (``parse_segments``)
+    held: frozenset[str]
     #: each segment's records and frames: a binary input's already read by the line path
     out: list[Batch]
     #: the lines of the pack's other inputs (``_lines_frame``), none if it has none
@@ -728,7 +743,11 @@ class _Typed:
             if kinds is not None and kind not in kinds:
                 continue
             cls = cast(type[Record], KINDS[kind])
-            if kind not in HIGH_VOLUME_KINDS and not (collapse and cls is Connection):
+            if (
+                kind not in HIGH_VOLUME_KINDS
+                and kind not in self.held
+                and not (collapse and cls is Connection)
+            ):
                 together.append((cls, table))
                 continue
             rows = pl.concat(
@@ -737,6 +756,12 @@ class _Typed:
             ).drop("i", "j")
             if collapse and cls is Connection:
                 connections = rows  # built once the batch's other records say where runs end
+                continue
+            if kind in self.held:
+                # given as rows, as they are (held_records builds them)
+                ends.append(rows.select("src", "line", "host", "pid"))
+                for k, part in _by_segment(rows):
+                    out[k][1].append(KindFrame(cls, part.drop("src")))
                 continue
             frame = _frame(cls, rows)
             if frame is None:
@@ -1064,9 +1089,16 @@ def _grouped_connections(
     return out
 
 
-def connection_records(cls: type[Connection], rows: pl.DataFrame, source: str) -> list[Record]:
+def held_records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
+    """The records of a frame of one source's rows of a kind held (``parse_segments(...,
+    held=...)``), built as ``parse_segments`` builds them without it."""
+    return _records(cls, rows.with_columns(pl.lit(0).alias("src")), [source])
+
+
+def connection_records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
     """The records of a frame of one source's connection rows (``parse_segments(...,
     connection_rows=True)``), built as ``parse_segments`` builds them without it."""
+    assert issubclass(cls, Connection)
     return _connections(cls, rows.with_columns(pl.lit(0).alias("src")), [source])
 
 

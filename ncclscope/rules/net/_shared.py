@@ -6,6 +6,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -108,9 +109,8 @@ def _multi_node(job: Job) -> tuple[bool, list[Record], str]:
     summaries = [s for s in job.of(CommSummary) if s.nnodes > 1]
     if summaries:
         return True, [summaries[0]], f"nNodes {summaries[0].nnodes}"
-    crossing = connections(job).records(
-        pl.col("i").eq(view.placed.filter(pl.col("crosses")).get_column("i").min())
-    )
+    first = view.placed.filter(pl.col("crosses")).get_column("i").min()
+    crossing = connections(job).records_at([] if first is None else [cast(int, first)])
     if crossing:
         return True, [crossing[0]], "connections between ranks on different hosts"
     setup = job.of(

@@ -1,6 +1,7 @@
-"""The model's connections as a table (ncclscope.model.connections): the job that keeps the
-pipeline's connection rows is the job that keeps their records, the table says what the records
-say, and ``diagnose`` builds no record of a connection it does not report.
+"""Records the model holds as the pipeline's rows (ncclscope.model.held): the connections, asked
+as a table (ncclscope.model.connections), and the kinds no diagnosis reads (``HELD_KINDS``). The
+job that keeps the rows is the job that keeps their records; the table says what the records
+say; ``diagnose`` builds no record of a connection it does not report, and none of a held kind.
 
 Every real log of the corpus, and a generated big job (three communicators per rank) where
 placing a connection in its communicator matters."""
@@ -8,6 +9,7 @@ placing a connection in its communicator matters."""
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ import pytest
 
 from ncclscope import api
 from ncclscope.model.connections import SOCKET, connections
-from ncclscope.model.job import HIGH_VOLUME_KINDS, Job, JobBuilder
+from ncclscope.model.job import HELD_KINDS, HIGH_VOLUME_KINDS, Job, JobBuilder
+from ncclscope.model.records import KINDS
 from ncclscope.model.records.serialize import record_to_dict
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import views
@@ -24,6 +27,8 @@ from ncclscope.parse.frames import bulk_of
 from ncclscope.parse.parser import LineParser, SourceStats
 from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, parse_segments
 from ncclscope.parse.reader import iter_batches
+from ncclscope.report.json_report import diagnosis_to_dict
+from ncclscope.report.text import render_text
 
 from .helpers import bigjob, real_logs
 
@@ -41,9 +46,9 @@ def _logs(big: Path) -> list[Path]:
 
 
 def _records_job(path: Path) -> Job:
-    """The job of a log whose connections the pipeline gives as records (as before the table,
-    and as an export still builds it), read in the batches ``api.build`` reads (a connection's
-    lines are one record within a batch)."""
+    """The job of a log whose connections and held kinds the pipeline gives as records (as
+    before the rows, and as an export still builds it), read in the batches ``api.build`` reads
+    (a connection's lines are one record within a batch)."""
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
     stats = SourceStats(str(path))
     parser = LineParser()
@@ -64,7 +69,8 @@ def _rows_job(path: Path) -> Job:
 
 
 def _state(job: Job) -> dict[str, Any]:
-    """What the model says of a job, its connections as records last (asking builds them)."""
+    """What the model says of a job, its connections and held kinds as records last (asking
+    builds them)."""
     state: dict[str, Any] = {
         "sources": job.sources,
         "counts": dict(job.counts),
@@ -77,20 +83,28 @@ def _state(job: Job) -> dict[str, Any]:
         "folded": sorted(job.folded_sources),
         "repairs": [dataclasses.astuple(r) for r in job.repairs],
         "lines_per_process": dict(job.lines_per_process),
+        "last_lines": job.last_lines(),
+        "stamps": sorted(job.stamps()),
     }
     state["connections"] = [
         (type(c).__name__, record_to_dict(c, with_text=True)) for c in job.of(Connection)
     ]
+    for kind in sorted(HELD_KINDS):
+        state[kind] = [record_to_dict(r, with_text=True) for r in job.of(KINDS[kind])]
+    state["records"] = sorted((r.source, r.line, r.KIND) for r in job.all_records())
     return state
 
 
-def test_a_job_of_connection_rows_is_the_job_of_their_records(big_log: Path) -> None:
+def test_a_job_of_rows_held_is_the_job_of_their_records(big_log: Path) -> None:
+    held = 0
     for log in _logs(big_log):
         rows, records = _rows_job(log), _records_job(log)
+        held += sum(len(part.rows) for part in rows.held_rows())
         want = _state(records)
         got = _state(rows)
         for key in want:
             assert got[key] == want[key], f"{log.name}: {key}"
+    assert held > 1000
 
 
 def test_the_table_says_what_the_records_say(big_log: Path) -> None:
@@ -191,3 +205,34 @@ def test_diagnose_builds_only_the_connections_it_reports(big_log: Path) -> None:
     assert 0 < max(built) <= sockets
     assert sum(built) <= 2 * sockets + 4
     assert {f.rule for f in diagnosis.findings} >= {"NET001"}
+
+
+def test_no_rule_declares_it_reads_a_held_kind() -> None:
+    from ncclscope.rules import RULES
+
+    read = {cls.KIND for rule in RULES for cls in rule.reads}
+    assert not read & HELD_KINDS, sorted(read & HELD_KINDS)
+
+
+def test_diagnose_builds_no_record_of_a_held_kind(big_log: Path) -> None:
+    """No rule and no view of a diagnosis reads a kind of ``HELD_KINDS``, on any real log: a
+    rule that starts reading one fails here, and the kind leaves the set (holding it would only
+    move its building from the pipeline's thread to the rules'). The Markdown report's
+    topology picture reads trees: they are built then, as they are for ``topo``."""
+    built: list[str] = []
+    build = Job._build_held
+
+    def counted(self: Job, kind: str) -> None:
+        built.append(kind)
+        build(self, kind)
+
+    held = 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Job, "_build_held", counted)
+        for log in _logs(big_log):
+            diagnosis = api.diagnose([log])
+            render_text(diagnosis, io.StringIO(), color=False)
+            diagnosis_to_dict(diagnosis)
+            held += sum(1 for part in diagnosis.job.held_rows() if part.cls.KIND in HELD_KINDS)
+            assert not built, f"{log.name}: {built}"
+    assert held > 100

@@ -1,0 +1,87 @@
+"""Records held as the pipeline's rows: one batch's lines of one kind, built into records only
+when a question asks for them.
+
+A big job's init log prints the same lines once per rank: tens of thousands of connections,
+trees, thread thresholds. Built as records, each is a Python object of ~20-45 fields made while
+the log is read, and walked by every full pass of the garbage collector after. The model keeps
+some kinds as rows instead: the connections, which it asks as a table
+(ncclscope.model.connections), and the kinds a diagnosis does not read (``Job.of`` builds them
+the first time they are asked, ncclscope.model.job.HELD_KINDS).
+
+The builder does for the rows what it does for records (ncclscope.model.job.JobBuilder): it
+counts their lines, makes the processes and devices they show first, at their first line, ends
+the error chains of their threads, and ``_reconcile`` repairs their hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from ncclscope.model.records.base import Record
+
+if TYPE_CHECKING:
+    from ncclscope.model.job import ThreadKey
+
+#: builds the records of some rows of one source's frame of one kind (the parse layer's)
+BuildRecords = Callable[[type[Record], pl.DataFrame, str], list[Record]]
+
+
+@dataclass
+class HeldRows:
+    """The lines of one kind of one batch of one source, as the pipeline typed them: a row per
+    record (a connection's other lines and channels in ``more_lines`` and ``more_channels``),
+    the fields as printed (before the class's ``__post_init__``)."""
+
+    source: str
+    cls: type[Record]
+    rows: pl.DataFrame
+    build: BuildRecords
+    _lines: dict[ThreadKey, list[int]] | None = field(default=None, init=False, repr=False)
+    _threads: frozenset[ThreadKey] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def lines(self) -> int:
+        """The lines these rows printed."""
+        if "more_lines" not in self.rows.columns:
+            return self.rows.height
+        return self.rows.height + int(self.rows.get_column("more_lines").list.len().sum())
+
+    def records(self, rows: pl.DataFrame | None = None) -> list[Record]:
+        """Records of these rows (of ``rows``, a part of them)."""
+        part = self.rows if rows is None else rows
+        return self.build(self.cls, part, self.source)
+
+    @property
+    def threads(self) -> frozenset[ThreadKey]:
+        """The threads these rows are on, while the batch is read (``read``)."""
+        if self._threads is None:
+            self._threads = frozenset(self._thread_lines())
+        return self._threads
+
+    def thread_lines(self, threads: set[ThreadKey]) -> dict[ThreadKey, list[int]]:
+        """The lines of these threads' rows, sorted (an error chain ends at any other line of
+        its thread; a connection's other lines follow its first with no other line of its
+        process between them)."""
+        held = self._thread_lines()
+        return {t: held[t] for t in threads if t in held}
+
+    def _thread_lines(self) -> dict[ThreadKey, list[int]]:
+        if self._lines is None:
+            self._lines = {
+                (self.source, host, pid, tid): lines
+                for host, pid, tid, lines in self.rows.group_by("host", "pid", "tid")
+                .agg(pl.col("line").sort())
+                .iter_rows()
+            }
+        return self._lines
+
+    def read(self) -> None:
+        """The batch is read: its threads and their lines are not asked again (a list per
+        thread held for the job's life would be walked by every full pass of the garbage
+        collector, and a repair of the rows' hosts by ``_reconcile`` would leave them stale)."""
+        self._lines = None
+        self._threads = None
