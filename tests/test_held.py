@@ -207,17 +207,24 @@ def test_diagnose_builds_only_the_connections_it_reports(big_log: Path) -> None:
     assert {f.rule for f in diagnosis.findings} >= {"NET001"}
 
 
+#: held kinds a rule reads, but only on a rare path: ENV001 reads ``connected_all`` where
+#: NCCL_PXN_DISABLE is set, TOPO005 ``ring_order`` where no channel summary was printed
+_READ_RARELY = {"connected_all", "ring_order"}
+
+
 def test_no_rule_declares_it_reads_a_held_kind() -> None:
+    """But on a rare path (``_READ_RARELY``)."""
     from ncclscope.rules import RULES
 
     read = {cls.KIND for rule in RULES for cls in rule.reads}
-    assert not read & HELD_KINDS, sorted(read & HELD_KINDS)
+    assert read & HELD_KINDS == _READ_RARELY, sorted(read & HELD_KINDS)
 
 
 def test_diagnose_builds_no_record_of_a_held_kind(big_log: Path) -> None:
     """No rule and no view of a diagnosis reads a kind of ``HELD_KINDS``, on any real log: a
     rule that starts reading one fails here, and the kind leaves the set (holding it would only
-    move its building from the pipeline's thread to the rules'). The Markdown report's
+    move its building from the pipeline's thread to the rules'), but a kind read on a rare
+    path, on the logs that take it; the generated big job builds none. The Markdown report's
     topology picture reads trees: they are built then, as they are for ``topo``."""
     built: list[str] = []
     build = Job._build_held
@@ -233,6 +240,12 @@ def test_diagnose_builds_no_record_of_a_held_kind(big_log: Path) -> None:
             diagnosis = api.diagnose([log])
             render_text(diagnosis, io.StringIO(), color=False)
             diagnosis_to_dict(diagnosis)
-            held += sum(1 for part in diagnosis.job.held_rows() if part.cls.KIND in HELD_KINDS)
-            assert not built, f"{log.name}: {built}"
-    assert held > 100
+            held += sum(
+                part.rows.height
+                for part in diagnosis.job.held_rows()
+                if part.cls.KIND in HELD_KINDS
+            )
+            rare = _READ_RARELY if log != big_log else set()
+            assert not set(built) - rare, f"{log.name}: {built}"
+            built.clear()
+    assert held > 1000

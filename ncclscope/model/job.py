@@ -41,13 +41,15 @@ HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
 #: Kinds a big job's init prints once per rank (or per channel) that no rule and no view of a
 #: diagnosis reads: the model holds their lines as rows (ncclscope.model.held), and builds their
 #: records the first time ``Job.of`` asks for them (a picture, ``topo``, a rule that starts
-#: reading one). Counted on the 4,096-GPU bigjob log: 70k of its 222k records (and trees' 100k
-#: parts); on the 100 MB init-heavy log, 54k of 298k. tests/test_held.py holds every real log's
+#: reading one). Counted on the 4,096-GPU bigjob log: 106k of its 222k records (and trees' 100k
+#: parts); on the 100 MB init-heavy log, 71k of 298k. tests/test_held.py holds every real log's
 #: diagnose to building none of them. A kind the builder reads (settings, error frames) or
 #: that opens an error chain (a WARN) is never held.
 HELD_KINDS: frozenset[str] = frozenset(
     {
         "bootstrap_timings",
+        # read by one rule, where NCCL_PXN_DISABLE is set (ENV001 quotes "use ring PXN")
+        "connected_all",
         "dma_buf_available",
         "graph_tree",
         "net_plugin_device_api",
@@ -56,6 +58,8 @@ HELD_KINDS: frozenset[str] = frozenset(
         "plugin_assigned",
         "plugin_initialized",
         "plugin_internal",
+        # read by one rule, where no channel summary was printed (TOPO005: NCCL before 2.7)
+        "ring_order",
         "ring_neighbors",
         "thread_thresholds",
         "threads_per_block",

@@ -143,10 +143,16 @@ def _check_low_channels(job: Job) -> Iterator[Finding]:
             evidence.append(recs[0])
         yield RULE.finding(msg, evidence, rank_of=views(job).rank_of)
         return
-    rings = [
-        r for r in job.of(RingOrder) if r.nchannels is not None and r.nchannels <= _FEW_CHANNELS
-    ]
-    if not job.has(ChannelSummary) and rings and any(len(r.ranks) >= 4 for r in rings):
+    # ring orders are read only where no channel summary was printed (NCCL before 2.7, an
+    # excerpt): a big job prints one per rank and channel, and the model holds them as rows
+    rings = (
+        []
+        if job.has(ChannelSummary)
+        else [
+            r for r in job.of(RingOrder) if r.nchannels is not None and r.nchannels <= _FEW_CHANNELS
+        ]
+    )
+    if rings and any(len(r.ranks) >= 4 for r in rings):
         hosts = sorted({_host(r) for r in rings})
         yield RULE.finding(
             f"Ring orders on {', '.join(hosts[:4])} show only {rings[0].nchannels} channel(s) for "
