@@ -32,9 +32,12 @@ BuildRecords = Callable[[type[Record], pl.DataFrame, str], list[Record]]
 
 @dataclass
 class HeldRows:
-    """The lines of one kind of one batch of one source, as the pipeline typed them: a row per
-    record (a connection's other lines and channels in ``more_lines`` and ``more_channels``),
-    the fields as printed (before the class's ``__post_init__``)."""
+    """The lines of one kind of one batch of one source, a row per record: a connection's
+    fields as the pipeline typed them (before ``__post_init__``; its other lines and channels
+    in ``more_lines`` and ``more_channels``), another kind's envelope and where its message
+    is in the line (``msg_at``, ``msg_len``), typed again when its records are built. Typed
+    fields, or the messages, took more memory than the records they stood for, which share
+    their values (the init-heavy log's trees)."""
 
     source: str
     cls: type[Record]

@@ -243,17 +243,17 @@ class Job:
         return cast(list[Connection], self._by_kind.get(Connection.KIND, []))
 
     def _build_connections(self) -> None:
-        built = [rec for rows in self._connection_rows for rec in rows.records()]
-        self._connection_rows = []
-        held = self._by_kind[Connection.KIND]
-        held.extend(built)
-        held.sort(key=self.input_order())
+        parts, self._connection_rows = self._connection_rows, []
+        self._build(Connection.KIND, parts)
 
     def _build_held(self, kind: str) -> None:
-        built = [rec for rows in self._held.pop(kind) for rec in rows.records()]
-        held = self._by_kind[kind]
-        held.extend(built)
-        held.sort(key=self.input_order())
+        self._build(kind, self._held.pop(kind))
+
+    def _build(self, kind: str, parts: list[HeldRows]) -> None:
+        """The records of these rows among the kind's, in input order."""
+        records = self._by_kind[kind]
+        records.extend(rec for rows in parts for rec in rows.records())
+        records.sort(key=self.input_order())
 
     def held_rows(self) -> Iterator[HeldRows]:
         """Every batch's rows not built into records: the connections' and the held kinds'."""
@@ -319,6 +319,8 @@ class Job:
         without building the rows held (a connection's first line's)."""
         out = [(r.source, r.line, r.timestamp) for r in self._printed_built() if r.timestamp]
         for rows in self.held_rows():
+            if rows.rows.get_column("timestamp").null_count() == rows.rows.height:
+                continue  # NCCL before 2.26 and no collector's: a query per batch spared
             stamped = rows.rows.filter(pl.col("timestamp").fill_null("") != "")
             out += [
                 (rows.source, line, stamp)

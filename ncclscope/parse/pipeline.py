@@ -750,18 +750,34 @@ class _Typed:
             ):
                 together.append((cls, table))
                 continue
+            if kind in self.held:
+                # given as their lines' envelopes, and where the message is in the line
+                # (held_records types and builds them): a kind's typed fields, or its messages,
+                # took more memory than its records did (the init-heavy log's trees, whose
+                # records share their parts). A message found earlier in its line than it is
+                # printed is the same text.
+                at = table.get_column("row")
+                msg = pl.col("msg")
+                rows = (
+                    base.select(pl.all().gather(at))
+                    .drop("i", "j")
+                    .with_columns(messages.gather(at).alias("msg"))
+                    .with_columns(
+                        pl.col("text").str.find(msg, literal=True).alias("msg_at"),
+                        msg.str.len_bytes().alias("msg_len"),
+                    )
+                    .drop("msg")
+                )
+                ends.append(rows.select("src", "line", "host", "pid"))
+                for k, part in _by_segment(rows):
+                    out[k][1].append(KindFrame(cls, part.drop("src")))
+                continue
             rows = pl.concat(
                 [base.select(pl.all().gather(table.get_column("row"))), table.drop("row")],
                 how="horizontal",
             ).drop("i", "j")
             if collapse and cls is Connection:
                 connections = rows  # built once the batch's other records say where runs end
-                continue
-            if kind in self.held:
-                # given as rows, as they are (held_records builds them)
-                ends.append(rows.select("src", "line", "host", "pid"))
-                for k, part in _by_segment(rows):
-                    out[k][1].append(KindFrame(cls, part.drop("src")))
                 continue
             frame = _frame(cls, rows)
             if frame is None:
@@ -1090,9 +1106,16 @@ def _grouped_connections(
 
 
 def held_records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
-    """The records of a frame of one source's rows of a kind held (``parse_segments(...,
-    held=...)``), built as ``parse_segments`` builds them without it."""
-    return _records(cls, rows.with_columns(pl.lit(0).alias("src")), [source])
+    """The records of a frame of one source's lines of a kind held (``parse_segments(...,
+    held=...)``: their envelopes and messages), built as ``parse_segments`` builds them
+    without it: the patterns type a message one way."""
+    messages = rows.select(pl.col("text").str.slice("msg_at", "msg_len")).to_series()
+    typed = match.message_columns(messages).tables.get(cls.KIND)
+    if typed is None or typed.height != rows.height:
+        raise ValueError(f"the patterns no longer take every held {cls.KIND} message")
+    fields = typed.sort("row").drop("row")
+    frame = pl.concat([rows.drop("msg_at", "msg_len"), fields], how="horizontal")
+    return _records(cls, frame.with_columns(pl.lit(0).alias("src")), [source])
 
 
 def connection_records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
