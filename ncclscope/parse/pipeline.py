@@ -299,14 +299,19 @@ def _handed(
     typed: Future[Callable[[], list[tuple[Segment, Batch] | Step]]],
 ) -> Iterator[tuple[Segment, Batch] | Step]:
     """A typed pack's items, its records built, each segment's accounting added to its
-    input's."""
-    for item, got in zip(pack, typed.result()(), strict=True):
+    input's. What the caller holds while it reads a batch is the batch: not the pack's typed
+    columns (held by the future) nor the segment's lines, both gone when the items are
+    built (+30 MiB at 100 MB of the init-heavy log while they were held)."""
+    items = typed.result()()
+    del typed
+    for k, (item, got) in enumerate(zip(pack, items, strict=True)):
         if isinstance(got, Step):
             yield got
             continue
         assert isinstance(item, Segment)
         part, batch = got
         _count_in(item.stats, part.stats)
+        pack[k] = item = dataclasses.replace(item, lines=[])
         yield item, batch
 
 
