@@ -456,7 +456,8 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "And a pack's records are built (pipeline._Typed.built) while the next pack is typed, "
         "two packs in hand at least: diagnose of the 4,096-GPU bigjob log 5.42 -> 4.86 s "
         "(median of eight in-process runs alternating), of 1 GB of the init-heavy log 89.7 -> "
-        "84.1 s; +17-31 MiB peak at 100 MB, the same at 1 GB",
+        "84.1 s; peak RSS +13 MiB at 100 MB of the init-heavy log, +5 MiB at 1 GB of the "
+        "COLL-heavy one (one pack more in hand, its typed columns dropped once built)",
     ),
     (
         "ncclscope/model/records/base.py",
