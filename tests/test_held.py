@@ -208,8 +208,9 @@ def test_diagnose_builds_only_the_connections_it_reports(big_log: Path) -> None:
 
 
 #: held kinds a rule reads, but only on a rare path: ENV001 reads ``connected_all`` where
-#: NCCL_PXN_DISABLE is set, TOPO005 ``ring_order`` where no channel summary was printed
-_READ_RARELY = {"connected_all", "ring_order"}
+#: NCCL_PXN_DISABLE is set, TOPO005 ``ring_order`` where no channel summary was printed,
+#: NVLS003 ``nvls_support`` where NVLS was asked for or NVSwitches were seen
+_READ_RARELY = {"connected_all", "nvls_support", "ring_order"}
 
 
 def test_no_rule_declares_it_reads_a_held_kind() -> None:

@@ -41,8 +41,8 @@ HIGH_VOLUME_KINDS: frozenset[str] = frozenset(
 #: Kinds a big job's init prints once per rank (or per channel) that no rule and no view of a
 #: diagnosis reads: the model holds their lines as rows (ncclscope.model.held), and builds their
 #: records the first time ``Job.of`` asks for them (a picture, ``topo``, a rule that starts
-#: reading one). Counted on the 4,096-GPU bigjob log: 106k of its 222k records (and trees' 100k
-#: parts); on the 100 MB init-heavy log, 71k of 298k. tests/test_held.py holds every real log's
+#: reading one). Counted on the 4,096-GPU bigjob log: 115k of its 222k records (and trees' 100k
+#: parts); on the 100 MB init-heavy log, 88k of 298k. tests/test_held.py holds every real log's
 #: diagnose to building none of them. A kind the builder reads (settings, error frames) or
 #: that opens an error chain (a WARN) is never held.
 HELD_KINDS: frozenset[str] = frozenset(
@@ -53,6 +53,8 @@ HELD_KINDS: frozenset[str] = frozenset(
         "dma_buf_available",
         "graph_tree",
         "net_plugin_device_api",
+        # read by one rule, where NVLS was asked for or NVSwitches were seen (NVLS003)
+        "nvls_support",
         "p2p_chunksize",
         "p2p_type_check",
         "plugin_assigned",
