@@ -18,6 +18,7 @@ import pytest
 
 from ncclscope import api
 from ncclscope.model.connections import SOCKET, connections
+from ncclscope.model.held import printed_lines
 from ncclscope.model.job import HELD_KINDS, HIGH_VOLUME_KINDS, Job, JobBuilder
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.serialize import record_to_dict
@@ -105,6 +106,20 @@ def test_a_job_of_rows_held_is_the_job_of_their_records(big_log: Path) -> None:
         for key in want:
             assert got[key] == want[key], f"{log.name}: {key}"
     assert held > 1000
+
+
+def test_the_lines_of_rows_are_counted_per_row_in_a_group_too() -> None:
+    """A row stands for its line and a connection's other lines (``more_lines``): counted so
+    per host and pid too, as ``_reconcile`` counts a repaired process's lines (a literal 1
+    summed over a group is one per group)."""
+    plain = pl.DataFrame({"host": ["a", "a", "b"], "pid": [1, 1, 2]})
+    grouped = pl.DataFrame(
+        {"host": ["a", "a", "b"], "pid": [1, 1, 2], "more_lines": [[7], [], [8, 9]]}
+    )
+    for frame, want in ((plain, [("a", 1, 2), ("b", 2, 1)]), (grouped, [("a", 1, 3), ("b", 2, 3)])):
+        got = frame.group_by("host", "pid", maintain_order=True).agg(printed_lines(frame).sum())
+        assert got.rows() == want
+        assert frame.select(printed_lines(frame).sum()).item() == sum(n for *_k, n in want)
 
 
 def test_the_table_says_what_the_records_say(big_log: Path) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import polars as pl
 
-from ncclscope.model.held import HeldRows
+from ncclscope.model.held import HeldRows, printed_lines
 from ncclscope.model.records.topology import Connection, Direction, _dev_or_bus
 
 if TYPE_CHECKING:
@@ -154,11 +154,7 @@ def _rows_table(parts: Sequence[HeldRows]) -> pl.DataFrame:
                 turned("from_bracket", "to_bracket").alias("from_dev"),
                 turned("to_bracket", "from_bracket").alias("to_dev"),
                 pl.col("reverse").fill_null(False),
-                (
-                    pl.col("more_lines").list.len().cast(pl.Int64) + 1
-                    if "more_lines" in p.rows.columns
-                    else pl.lit(1, dtype=pl.Int64)
-                ).alias("lines"),
+                printed_lines(p.rows).alias("lines"),
                 *_VIA,
             )
             for k, p in enumerate(parts)

@@ -30,6 +30,15 @@ if TYPE_CHECKING:
 BuildRecords = Callable[[type[Record], pl.DataFrame, str], list[Record]]
 
 
+def printed_lines(rows: pl.DataFrame) -> pl.Expr:
+    """The lines each row of ``rows`` printed: one, and a connection's other lines on its
+    channels (``more_lines``)."""
+    if "more_lines" not in rows.columns:
+        # one per row in a group too, where a literal 1 is one per group
+        return pl.repeat(1, pl.len(), dtype=pl.Int64)
+    return pl.col("more_lines").list.len().cast(pl.Int64) + 1
+
+
 @dataclass
 class HeldRows:
     """The lines of one kind of one batch of one source, a row per record: a connection's
@@ -49,9 +58,7 @@ class HeldRows:
     @property
     def lines(self) -> int:
         """The lines these rows printed."""
-        if "more_lines" not in self.rows.columns:
-            return self.rows.height
-        return self.rows.height + int(self.rows.get_column("more_lines").list.len().sum())
+        return int(self.rows.select(printed_lines(self.rows).sum()).item())
 
     def records(self, rows: pl.DataFrame | None = None) -> list[Record]:
         """Records of these rows (of ``rows``, a part of them)."""

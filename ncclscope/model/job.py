@@ -25,7 +25,7 @@ import polars as pl
 
 from ncclscope.model.collapse import collapse_connections
 from ncclscope.model.enums import Level, NcclResult
-from ncclscope.model.held import HeldRows
+from ncclscope.model.held import HeldRows, printed_lines
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import ReturnCode
 from ncclscope.model.records.topology import Connection
@@ -784,13 +784,9 @@ def _reconcile(job: Job) -> None:
         hit = frame.filter(pl.col("_repaired").is_not_null())
         if not hit.height:
             continue
-        printed_lines = (
-            pl.col("more_lines").list.len().cast(pl.Int64) + 1
-            if "more_lines" in frame.columns
-            else pl.lit(1, dtype=pl.Int64)
-        )
-        for printed, pid, n in hit.group_by("host", "pid").agg(printed_lines.sum()).iter_rows():
-            counts[(printed, pid)] += n
+        per_process = printed_lines(frame).sum()
+        for printed_host, pid, n in hit.group_by("host", "pid").agg(per_process).iter_rows():
+            counts[(printed_host, pid)] += n
         conns.rows = frame.with_columns(pl.coalesce("_repaired", "host").alias("host")).drop(
             "_pid", "_repaired"
         )
