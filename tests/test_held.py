@@ -192,7 +192,7 @@ def test_placed_connections_are_where_comm_of_puts_each_record(big_log: Path) ->
             a = hosts.get(rec.from_rank)
             b = None if rec.to_rank is None else hosts.get(rec.to_rank)
             crosses = None if a is None or b is None else a != b
-            assert row[:2] == (comm, crosses), f"{log.name}:{rec.line}"
+            assert row == (comm, crosses, a, b), f"{log.name}:{rec.line}"
 
 
 def test_diagnose_builds_only_the_connections_it_reports(big_log: Path) -> None:
