@@ -340,12 +340,9 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
     ),
     (
         "ncclscope/parse/match.py",
-        ("message_columns", "Leave", "LEAVE_TO_LARK"),
+        ("message_columns",),
         "dispatch by a message's literal start, one pattern per row for two rounds, the rest "
-        "batched: one query per pattern instead of one per (pattern, candidate round). What "
-        "few messages the first rounds leave for many queries are left to Lark (`Leave`, "
-        "`LEAVE_TO_LARK`): the 1,000-line log's batch ran ~140 queries for ~180 messages; "
-        "its build 0.31 -> 0.20 s, its diagnose ~1.25 -> ~1.14 s",
+        "batched: one query per pattern instead of one per (pattern, candidate round)",
     ),
     (
         "ncclscope/parse/match.py",

@@ -538,10 +538,10 @@ def _count_typing(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     message_columns = pipeline.match.message_columns
 
-    def counting(messages: Any, start: Any = "message", leave: Any = None) -> Any:
+    def counting(messages: Any, start: Any = "message") -> Any:
         if start == "message":
             calls.append(len(messages))
-        return message_columns(messages, start, leave)
+        return message_columns(messages, start)
 
     monkeypatch.setattr(pipeline.match, "message_columns", counting)
     return calls
@@ -589,8 +589,10 @@ def test_one_log_given_twice_is_read_twice_in_its_own_batches() -> None:
     assert len(got) == 2 and got[0][1][0] and len(got[0][1][0]) == len(got[1][1][0])
 
 
-def _fixture_messages() -> list[str]:
-    """Every NCCL message of the real fixture logs, in order."""
+def test_a_run_types_each_repeated_message_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo of a run's messages gives each batch what the patterns give it, and a message
+    that repeated in an earlier batch is not typed again (real fixture messages; the second
+    batch is the first one's messages again, in another order, and a few new ones)."""
     texts: list[str] = []
     for path in sorted((Path(__file__).resolve().parent.parent / "fixtures/real").glob("*.log")):
         for line in path.read_text(errors="replace").splitlines():
@@ -598,14 +600,6 @@ def _fixture_messages() -> list[str]:
                 if word in line:
                     texts.append(line.split(word, 1)[1].strip())
                     break
-    return texts
-
-
-def test_a_run_types_each_repeated_message_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The memo of a run's messages gives each batch what the patterns give it, and a message
-    that repeated in an earlier batch is not typed again (real fixture messages; the second
-    batch is the first one's messages again, in another order, and a few new ones)."""
-    texts = _fixture_messages()
     first = texts[: len(texts) // 2]
     first = first + first[::3]  # a third of them twice: those are kept
     second = first[::-1] + texts[len(texts) // 2 :][:50]
@@ -626,32 +620,6 @@ def test_a_run_types_each_repeated_message_once(monkeypatch: pytest.MonkeyPatch)
     )
     assert kept and calls[0] == len(first)
     assert calls[1] == sum(1 for t in second if t not in kept)
-
-
-def test_what_few_messages_the_first_rounds_leave_are_left_to_lark() -> None:
-    """The pipeline leaves the few messages its first candidate rounds leave to Lark
-    (``LEAVE_TO_LARK``), which reads what the patterns would have (tests/test_patterns.py holds
-    every fixture line's patterns to Lark, and ``_same`` the pipeline). What is typed is typed
-    as without leaving; only rows the batched round would have tried go untyped."""
-    messages = pl.Series(_fixture_messages()[:400], dtype=pl.String)
-    every = pipeline.match.message_columns(messages)
-    left = pipeline.match.message_columns(messages, leave=pipeline.match.Leave(0, 10**9, 10**9))
-    fewer = 0
-    for kind, table in every.tables.items():
-        kept = left.tables.get(kind)
-        if kept is None:
-            fewer += table.height
-            continue
-        assert kept.equals(table.join(kept.select("row"), on="row", how="semi")), kind
-        fewer += table.height - kept.height
-    assert set(left.tables) <= set(every.tables)
-    assert fewer > 0, "nothing reached the batched round: the test reads nothing"
-    # what the batched round typed, one row per message: the same kinds as untyped
-    untyped = left.kind.is_null() & every.kind.is_not_null()
-    assert int(untyped.sum()) == fewer
-    # a bound of 0 leaves nothing
-    none_left = pipeline.match.message_columns(messages, leave=pipeline.match.Leave(0, 0, 0))
-    assert sorted(none_left.tables) == sorted(every.tables)
 
 
 def test_a_collective_call_lark_reads_does_not_end_a_connections_run() -> None:

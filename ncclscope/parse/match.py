@@ -41,8 +41,6 @@ from ncclscope.parse.patterns import ENVELOPE, FOREIGN, KINDS, LARK_ONLY
 
 __all__ = [
     "ENVELOPE_FIELDS",
-    "LEAVE_TO_LARK",
-    "Leave",
     "MessageMemo",
     "MessageTables",
     "envelope_columns",
@@ -466,37 +464,10 @@ def _extract(start: Start, index: int, rows: pl.DataFrame) -> pl.LazyFrame:
 _ROUNDS = 2
 
 
-@dataclass(frozen=True)
-class Leave:
-    """The batched round leaves its messages to Lark (``message_columns(..., leave=)``) where it
-    would run ``queries`` queries or more for fewer than ``messages`` distinct messages standing
-    for fewer than ``lines`` lines."""
-
-    queries: int
-    messages: int
-    lines: int
-
-
-#: what the pipeline leaves to Lark rather than batch. The messages left after the first rounds
-#: are mostly messages no pattern takes (framework text, wordings of other versions), which Lark
-#: reads anyway, and each of their remaining candidates is a query of its own: the 1,000-line
-#: log's batch tried ~140 patterns on its ~180 messages left (~300 lines), ~40 ms, where Lark
-#: read them in ~10 ms. A few queries cost less than loading Lark, which a log the patterns read
-#: whole never does (the COLL-heavy log's later batches leave one message: +18 MB, +0.1 s).
-#: Many messages cost Lark more than the queries (the first 1,000 lines of the bigjob log:
-#: 1,000 messages, ~60 ms more), and so do many lines: each line Lark reads is a record built,
-#: where the patterns' rows may be held (ncclscope.model.held; the bigjob log leaves one message
-#: of 4,096 lines, which Lark's records made ~0.7 s slower).
-LEAVE_TO_LARK: Final = Leave(queries=32, messages=256, lines=1024)
-
-
-def message_columns(
-    messages: pl.Series, start: Start = "message", leave: Leave | None = None
-) -> MessageTables:
+def message_columns(messages: pl.Series, start: Start = "message") -> MessageTables:
     """Type a column of messages (``part.message.strip()``: what follows the level word), or of
     framework lines' texts (``start="foreign"``: from the first place a `foreign` anchor is
-    found, stripped). What the first rounds leave, where within ``leave``, is left untyped
-    (``LEAVE_TO_LARK``): the caller's Lark reads it."""
+    found, stripped)."""
     kinds = PATTERNS[start]
     words, classes, anywhere, regexes = _dispatch_tables(start)
     word, cls = lead_keys(pl.col("text"))
@@ -551,10 +522,6 @@ def message_columns(
         if tries.height == 0:
             break
         parts = tries.select("k", "row", "msg").partition_by("k", as_dict=True, include_key=False)
-        if batch and leave and len(parts) >= leave.queries and pending.height < leave.messages:
-            lines = rows.join(pending.select(uid="row"), on="uid", how="semi").height
-            if lines < leave.lines:
-                break
         indexes = [int(k) for (k,) in parts]
         # one query per pattern, run together (polars spreads them over the cores). The
         # in-memory engine, as polars' own eager operations use: "auto" is the streaming one
@@ -645,10 +612,7 @@ class MessageMemo:
     alike (the 100 MB init-heavy log: ~1,400 distinct of ~20,000 calls, proxy events and
     allocations a batch, typed again in every batch while they were not kept)."""
 
-    def __init__(self, leave: Leave | None = None) -> None:
-        #: ``message_columns``'s: the pipeline's memo leaves what few messages the first rounds
-        #: leave to its Lark (``LEAVE_TO_LARK``)
-        self.leave = leave
+    def __init__(self) -> None:
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
@@ -668,7 +632,7 @@ class MessageMemo:
         new = frame.join(self.index, left_on="msg", right_on="text", how="anti")
         tables: dict[str, list[pl.DataFrame]] = {}
         if new.height:
-            typed = message_columns(new.get_column("msg"), leave=self.leave).tables
+            typed = message_columns(new.get_column("msg")).tables
             self._last = (new, typed)
             rows = new.get_column("row")
             for kind, table in typed.items():

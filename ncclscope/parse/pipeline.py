@@ -242,7 +242,7 @@ def _typed(
     def typed(pack: list[Segment | Step]) -> Callable[[], list[tuple[Segment, Batch] | Step]]:
         memo = getattr(local, "memo", None)
         if memo is None:
-            memo = local.memo = match.MessageMemo(leave=match.LEAVE_TO_LARK)
+            memo = local.memo = match.MessageMemo()
         return _parse_pack(
             pack, parser, kinds, collapse, contain, memo, fields, row_frames, connection_rows, held
         )
@@ -414,7 +414,7 @@ def _parse_pack(
                             kinds,
                             collapse,
                             contain,
-                            match.MessageMemo(leave=match.LEAVE_TO_LARK),
+                            match.MessageMemo(),
                             fields,
                             row_frames,
                             connection_rows,
@@ -941,9 +941,7 @@ def _framework_records(
     # this batch's new texts (the memo may have no room left for them)
     typed: dict[str, tuple[Callable[..., Any], dict[str, Any]] | None] = dict.fromkeys(new)
     if new:
-        tables = match.message_columns(
-            pl.Series(new, dtype=pl.String), "foreign", leave=match.LEAVE_TO_LARK
-        ).tables
+        tables = match.message_columns(pl.Series(new, dtype=pl.String), "foreign").tables
         for kind, table in tables.items():
             cls = cast(type[Record], KINDS[kind])
             own = [c for c in table.columns if c != "row"]
