@@ -58,6 +58,10 @@ class HeldRows:
     @property
     def lines(self) -> int:
         """The lines these rows printed."""
+        if "more_lines" not in self.rows.columns:
+            # a row per line: no query (the builder counts every kind held of every batch,
+            # ~370 queries on the 100 MB init-heavy log, on the model's thread)
+            return self.rows.height
         return int(self.rows.select(printed_lines(self.rows).sum()).item())
 
     def records(self, rows: pl.DataFrame | None = None) -> list[Record]:
