@@ -434,8 +434,12 @@ class JobBuilder:
         if not collapsed:
             records = collapse_connections(records, self._summarised)
         kept: list[HeldRows] = []
+        # asked of all the parts at once, then of each only where one has a WARN (rare): a
+        # job of per-rank logs gives thousands of batches of ~18 small parts each
+        levels = [part.rows.get_column("level") for part in held]
+        warned = bool(levels) and bool(pl.concat(levels).eq("WARN").any())
         for part in held:
-            if part.rows.get_column("level").eq("WARN").any():
+            if warned and part.rows.get_column("level").eq("WARN").any():
                 # a WARN opens an error chain: read as records, as without rows
                 records = sorted(records + part.records(), key=_LINE)
             elif part.rows.height:
