@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, cast
 
 import polars as pl
 import zstandard
@@ -725,10 +725,9 @@ def iter_text(
                 start = nl + 1
             last = chunk.rfind(b"\n")
             if last >= start:
-                whole = _whole_lines(chunk[start:last], cap)
-                if whole is not None:
-                    texts, chars = whole
-                    yield TextBatch(number + 1, texts, chars)
+                texts = _whole_lines(chunk[start:last], cap)
+                if texts is not None:
+                    yield TextBatch(number + 1, texts, int(texts.str.len_chars().sum()))
                     number += len(texts)
                     start = last + 1
             yield from pieces(chunk[start:])
@@ -742,31 +741,26 @@ def iter_text(
         yield emit(bytes(pending), dropped)
 
 
-def _whole_lines(region: bytes, cap: int) -> tuple[pl.Series, int] | None:
+def _whole_lines(region: bytes, cap: int) -> pl.Series | None:
     """The texts of a run of whole lines (no final newline) where ``pieces`` would give them
-    unchanged, and their characters: valid UTF-8, none over the cap; else None.
+    unchanged: valid UTF-8, none over the cap; else None.
 
     The region is cut into lines by polars, as an Arrow column: decoding and splitting it in
     Python made a string per line, and a list of them (the 100 MB init-heavy log's 912k
-    lines: 0.34-0.41 against 0.07-0.14 s, the work now done without the interpreter's lock).
-    One query, not one per step: a job of per-rank logs is thousands of regions (the
-    4,096-GPU bigjob log as one file per process spent ~2 s in five queries a file)."""
-    lines = pl.col("region").cast(pl.String).str.split("\n").explode()
-    texts = lines.str.strip_suffix("\r") if b"\r" in region else lines
+    lines: 0.34-0.41 against 0.07-0.14 s, the work now done without the interpreter's lock)."""
     try:
         # the cast checks that the bytes are valid UTF-8
-        cut = pl.DataFrame({"region": [region]}, schema={"region": pl.Binary}).select(
-            texts.alias("text"),
-            # the cap counts a line's bytes and its CR, as pieces() does
-            lines.str.len_bytes().max().alias("longest"),
-            texts.str.len_chars().sum().alias("chars"),
-        )
+        whole = pl.Series([region], dtype=pl.Binary).cast(pl.String)
     except pl.exceptions.ComputeError:
         return None
-    longest = cut.item(0, "longest")
-    if longest is not None and int(longest) > cap:
+    texts = whole.str.split("\n").explode()
+    # the cap counts a line's bytes and its CR, as pieces() does
+    longest = texts.str.len_bytes().max()
+    if longest is not None and int(cast(int, longest)) > cap:
         return None
-    return cut.get_column("text").rename(""), int(cut.item(0, "chars"))
+    if b"\r" in region:
+        texts = texts.str.strip_suffix("\r")
+    return texts
 
 
 def cut_mark(dropped: int) -> str:
