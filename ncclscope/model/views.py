@@ -202,11 +202,10 @@ def _rank_of(ranks: pl.DataFrame, rank: str, *columns: str) -> pl.DataFrame:
     """The ranks of every communicator, to join on a row's communicator (``_init``) and its
     column ``rank``: their ``columns`` named ``{rank}_{column}``, where ``here`` is true on
     every rank (null after a left join: the communicator holds no such rank)."""
-    out = ranks.with_columns(pl.lit(True).alias("here"))
-    return out.select(
+    return ranks.select(
         pl.col("comm").alias("_init"),
         pl.col("rank").alias(rank),
-        *(pl.col(c).alias(f"{rank}_{c}") for c in columns),
+        *((pl.lit(True) if c == "here" else pl.col(c)).alias(f"{rank}_{c}") for c in columns),
     )
 
 

@@ -50,15 +50,13 @@ def _check_nvls_unavailable(job: Job) -> Iterator[Finding]:
     }
     # the support lines are read only where NVLS was asked for or NVSwitches were seen: every
     # rank of a big job prints one, and the model holds them as rows
-    missing = (
-        [
+    missing: list[NvlsSupport] = []
+    if requested or nvswitch_hosts:
+        missing = [
             r
             for r in job.of(NvlsSupport)
             if r.not_available and (requested or _host(r) in nvswitch_hosts)
         ]
-        if requested or nvswitch_hosts
-        else []
-    )
     team = job.of(NvlsTeamUnavailable)
     if not missing and not team:
         return
