@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import polars as pl
 import pytest
 
 from ncclscope import api
+from ncclscope.model import job as job_module
 from ncclscope.model.connections import SOCKET, connections
 from ncclscope.model.held import printed_lines
 from ncclscope.model.job import HELD_KINDS, HIGH_VOLUME_KINDS, Job, JobBuilder
@@ -26,10 +28,10 @@ from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import views
 from ncclscope.parse.frames import bulk_of
 from ncclscope.parse.parser import LineParser, SourceStats
-from ncclscope.parse.pipeline import BATCH_CHARS, BATCH_LINES, Segment, parse_segments
-from ncclscope.parse.reader import iter_batches
+from ncclscope.parse.pipeline import Segment, parse_segments
 from ncclscope.report.json_report import diagnosis_to_dict
 from ncclscope.report.text import render_text
+from ncclscope.traces.inputs import LogFile, iter_inputs, log_segments
 
 from .helpers import bigjob, real_logs
 
@@ -42,26 +44,40 @@ def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _logs(big: Path) -> list[Path]:
-    return [*real_logs(), big]
+@pytest.fixture(scope="module")
+def per_process(big_log: Path) -> Path:
+    """The big job as one log per process (torchrun's ``--log-dir``, Slurm's ``%t``): the
+    held parts of many small logs, kept merged (``HeldRows.merged``)."""
+    folder = big_log.parent / "per-process"
+    folder.mkdir()
+    lines: dict[str, list[str]] = {}
+    for line in big_log.read_text(encoding="utf-8").splitlines(keepends=True):
+        host, pid, _rest = line.split(":", 2)
+        lines.setdefault(f"{host}-{pid}", []).append(line)
+    for name, mine in lines.items():
+        (folder / f"{name}.log").write_text("".join(mine), encoding="utf-8")
+    return folder
+
+
+def _logs(big: Path, *more: Path) -> list[Path]:
+    return [*real_logs(), big, *more]
 
 
 def _records_job(path: Path) -> Job:
-    """The job of a log whose connections and held kinds the pipeline gives as records (as
-    before the rows, and as an export still builds it), read in the batches ``api.build`` reads
-    (a connection's lines are one record within a batch)."""
+    """The job of a log (or a folder of logs) whose connections and held kinds the pipeline
+    gives as records (as before the rows, and as an export still builds it), read in the
+    batches ``api.build`` reads (a connection's lines are one record within a batch)."""
     builder = JobBuilder(summarised=HIGH_VOLUME_KINDS)
-    stats = SourceStats(str(path))
+    stats: list[SourceStats] = []
     parser = LineParser()
-    with path.open("rb") as f:
-        segments = (
-            Segment(stats.source, stats, batch)
-            for batch in iter_batches(
-                f, stats.source, stats.damaged, parser.limits, BATCH_LINES, chars=BATCH_CHARS
-            )
-        )
-        for seg, (records, frames) in parse_segments(segments, parser, collapse=True):
-            builder.add_batch(records, [bulk_of(fr, seg.source) for fr in frames], True)
+
+    def segments() -> Iterator[Segment]:
+        for item in iter_inputs([str(path)], parser.limits):
+            assert isinstance(item, LogFile)
+            yield from log_segments(item, stats, parser.limits)
+
+    for seg, (records, frames) in parse_segments(segments(), parser, collapse=True):
+        builder.add_batch(records, [bulk_of(fr, seg.source) for fr in frames], True)
     return builder.finish()
 
 
@@ -96,9 +112,13 @@ def _state(job: Job) -> dict[str, Any]:
     return state
 
 
-def test_a_job_of_rows_held_is_the_job_of_their_records(big_log: Path) -> None:
+def test_a_job_of_rows_held_is_the_job_of_their_records(
+    big_log: Path, per_process: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # small parts merged while the logs are read too, not only once they all are
+    monkeypatch.setattr(job_module, "MERGE_PARTS", 5)
     held = 0
-    for log in _logs(big_log):
+    for log in _logs(big_log, per_process):
         rows, records = _rows_job(log), _records_job(log)
         held += sum(len(part.rows) for part in rows.held_rows())
         want = _state(records)
@@ -106,6 +126,29 @@ def test_a_job_of_rows_held_is_the_job_of_their_records(big_log: Path) -> None:
         for key in want:
             assert got[key] == want[key], f"{log.name}: {key}"
     assert held > 1000
+
+
+def test_a_job_of_small_logs_keeps_a_kind_s_rows_in_few_parts(per_process: Path) -> None:
+    """A polars frame costs kilobytes however few its rows: the parts of many small logs are
+    kept merged, their rows still of their own logs."""
+    job = _rows_job(per_process)
+    logs = len(list(per_process.iterdir()))
+    parts = list(job.held_rows())
+    kinds = {part.cls for part in parts}
+    assert logs >= 64 and len(parts) == len(kinds)
+    merged = [part for part in parts if part.sources]
+    assert merged and all(len(part.sources) > 1 for part in merged)
+    for part in merged:
+        named = part.rows.select(part.source_column()).to_series().to_list()
+        assert named == [r.source for r in part.records()]
+        assert sorted(set(named)) == sorted(set(part.sources))
+        for source, rows in part.by_source():
+            assert "src" not in rows.columns and rows.height
+            assert rows.get_column("line").to_list() == [
+                line
+                for name, line in zip(named, part.rows.get_column("line"), strict=True)
+                if name == source
+            ]
 
 
 def test_the_lines_of_rows_are_counted_per_row_in_a_group_too() -> None:
@@ -122,7 +165,7 @@ def test_the_lines_of_rows_are_counted_per_row_in_a_group_too() -> None:
         assert frame.select(printed_lines(frame).sum()).item() == sum(n for *_k, n in want)
 
 
-def test_the_table_says_what_the_records_say(big_log: Path) -> None:
+def test_the_table_says_what_the_records_say(big_log: Path, per_process: Path) -> None:
     """Each row's columns are its record's fields, whether the rows were the pipeline's or
     records (a line Lark read, an export's job)."""
     columns = [
@@ -147,7 +190,7 @@ def test_the_table_says_what_the_records_say(big_log: Path) -> None:
         "lines",
     ]
     seen = 0
-    for log in _logs(big_log):
+    for log in _logs(big_log, per_process):
         tables = []
         for job in (_rows_job(log), _records_job(log)):
             conns = connections(job)
@@ -174,10 +217,12 @@ def test_the_table_says_what_the_records_say(big_log: Path) -> None:
     assert seen > 1000
 
 
-def test_placed_connections_are_where_comm_of_puts_each_record(big_log: Path) -> None:
+def test_placed_connections_are_where_comm_of_puts_each_record(
+    big_log: Path, per_process: Path
+) -> None:
     """``placed`` places every row as ``comm_of`` places its record, and says whether it
     crosses nodes as the ranks' hosts in that communicator do."""
-    for log in _logs(big_log):
+    for log in _logs(big_log, per_process):
         job = _rows_job(log)
         v = views(job)
         placed = v.placed

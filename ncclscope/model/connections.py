@@ -143,7 +143,7 @@ def _rows_table(parts: Sequence[HeldRows]) -> pl.DataFrame:
             p.rows.select(
                 pl.lit(k, dtype=pl.Int64).alias("part"),
                 pl.int_range(pl.len(), dtype=pl.Int64).alias("row"),
-                pl.lit(p.source, dtype=pl.String).alias("source"),
+                p.source_column().alias("source"),
                 "line",
                 "host",
                 "pid",

@@ -11,11 +11,14 @@ the first time they are asked, ncclscope.model.job.HELD_KINDS).
 The builder does for the rows what it does for records (ncclscope.model.job.JobBuilder): it
 counts their lines, makes the processes and devices they show first, at their first line, ends
 the error chains of their threads, and ``_reconcile`` repairs their hosts.
+
+Once read, the small parts of a kind are kept as one (``HeldRows.merged``): a job of per-rank
+logs gives a part per log and kind, and a polars frame costs ~8-10 KB however few its rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,8 +29,9 @@ from ncclscope.model.records.base import Record
 if TYPE_CHECKING:
     from ncclscope.model.job import ThreadKey
 
-#: builds the records of some rows of one source's frame of one kind (the parse layer's)
-BuildRecords = Callable[[type[Record], pl.DataFrame, str], list[Record]]
+#: builds the records of some rows of a frame of one kind (the parse layer's): a row's source is
+#: the one of the sources given that its ``src`` column names, the first without the column
+BuildRecords = Callable[[type[Record], pl.DataFrame, Sequence[str]], list[Record]]
 
 
 def printed_lines(rows: pl.DataFrame) -> pl.Expr:
@@ -46,12 +50,16 @@ class HeldRows:
     in ``more_lines`` and ``more_channels``), another kind's envelope and where its message
     is in the line (``msg_at``, ``msg_len``), typed again when its records are built. Typed
     fields, or the messages, took more memory than the records they stood for, which share
-    their values (the init-heavy log's trees)."""
+    their values (the init-heavy log's trees).
+
+    Parts ``merged`` are of several sources: ``sources`` names them, and the rows' ``src``
+    column says which each row is of (``source`` is the first)."""
 
     source: str
     cls: type[Record]
     rows: pl.DataFrame
     build: BuildRecords
+    sources: tuple[str, ...] = ()
     _lines: dict[ThreadKey, list[int]] | None = field(default=None, init=False, repr=False)
     _threads: frozenset[ThreadKey] | None = field(default=None, init=False, repr=False)
 
@@ -64,14 +72,48 @@ class HeldRows:
             return self.rows.height
         return self.rows.height + int(self.rows.get_column("more_lines").list.len().sum())
 
+    @staticmethod
+    def merged(parts: Sequence[HeldRows]) -> HeldRows:
+        """One part of these parts' rows, in their order: parts of one record class and one
+        schema, each of one source."""
+        first = parts[0]
+        assert all(not p.sources and p.rows.schema == first.rows.schema for p in parts)
+        heights = pl.Series([p.rows.height for p in parts], dtype=pl.Int64)
+        src = pl.select(pl.int_range(len(parts), dtype=pl.Int64).repeat_by(heights).explode())
+        rows = pl.concat([p.rows for p in parts], rechunk=True)
+        return HeldRows(
+            first.source,
+            first.cls,
+            rows.with_columns(src.to_series().alias("src")),
+            first.build,
+            tuple(p.source for p in parts),
+        )
+
+    def by_source(self) -> Iterator[tuple[str, pl.DataFrame]]:
+        """The rows of each source, without ``src``."""
+        if not self.sources:
+            yield self.source, self.rows
+            return
+        parts = self.rows.partition_by("src", as_dict=True, maintain_order=True, include_key=False)
+        for (k,), part in parts.items():
+            yield self.sources[int(k)], part
+
+    def source_column(self) -> pl.Expr:
+        """Each row's source."""
+        if not self.sources:
+            return pl.lit(self.source, dtype=pl.String)
+        return pl.col("src").replace_strict(
+            list(range(len(self.sources))), list(self.sources), return_dtype=pl.String
+        )
+
     def records(self, rows: pl.DataFrame | None = None) -> list[Record]:
         """Records of these rows (of ``rows``, a part of them)."""
         part = self.rows if rows is None else rows
-        return self.build(self.cls, part, self.source)
+        return self.build(self.cls, part, self.sources or (self.source,))
 
     @property
     def threads(self) -> frozenset[ThreadKey]:
-        """The threads these rows are on, while the batch is read (``read``)."""
+        """The threads these rows are on (asked while their batch is read)."""
         if self._threads is None:
             self._threads = frozenset(self._thread_lines())
         return self._threads
@@ -86,16 +128,10 @@ class HeldRows:
     def _thread_lines(self) -> dict[ThreadKey, list[int]]:
         if self._lines is None:
             self._lines = {
-                (self.source, host, pid, tid): lines
-                for host, pid, tid, lines in self.rows.group_by("host", "pid", "tid")
+                (source, host, pid, tid): lines
+                for source, rows in self.by_source()
+                for host, pid, tid, lines in rows.group_by("host", "pid", "tid")
                 .agg(pl.col("line").sort())
                 .iter_rows()
             }
         return self._lines
-
-    def read(self) -> None:
-        """The batch is read: its threads and their lines are not asked again (a list per
-        thread held for the job's life would be walked by every full pass of the garbage
-        collector, and a repair of the rows' hosts by ``_reconcile`` would leave them stale)."""
-        self._lines = None
-        self._threads = None

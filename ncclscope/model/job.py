@@ -150,6 +150,11 @@ LastRows = Callable[[Iterable[int]], dict[int, Record]]
 #: distinct bulks whose rows the builder may hold for pending last records before it builds them:
 #: a bulk's rows are a whole batch of lines (tens of MB of text), so only the latest is held
 PENDING_BULKS_MAX = 1
+#: a kind's parts held of fewer rows are a small log's (or batch's), and MERGE_PARTS of them in
+#: a row are kept as one part (``HeldRows.merged``): a polars frame costs ~8-10 KB however few
+#: its rows, and the 4,096-GPU bigjob log as one file per process held 37k parts of ~4 rows
+SMALL_PART_ROWS = 4096
+MERGE_PARTS = 256
 
 
 @dataclass
@@ -324,10 +329,7 @@ class Job:
             if rows.rows.get_column("timestamp").null_count() == rows.rows.height:
                 continue  # NCCL before 2.26 and no collector's: a query per batch spared
             stamped = rows.rows.filter(pl.col("timestamp").fill_null("") != "")
-            out += [
-                (rows.source, line, stamp)
-                for line, stamp in stamped.select("line", "timestamp").iter_rows()
-            ]
+            out += stamped.select(rows.source_column(), "line", "timestamp").rows()
         return out
 
     def last_lines(self) -> dict[str, int]:
@@ -339,9 +341,10 @@ class Job:
             if rec.line > out.get(rec.source, 0):
                 out[rec.source] = rec.line
         for rows in self.held_rows():
-            last = rows.rows.get_column("line").max()
-            if isinstance(last, int) and last > out.get(rows.source, 0):
-                out[rows.source] = last
+            for source, part in rows.by_source():
+                last = part.get_column("line").max()
+                if isinstance(last, int) and last > out.get(source, 0):
+                    out[source] = last
         return out
 
     def printed_records(self) -> Iterator[Record]:
@@ -372,6 +375,8 @@ class JobBuilder:
         self._open: dict[ThreadKey, ErrorChain] = {}
         #: (kind, slot) -> (line, rows): a slot whose last record is a bulk row not built yet
         self._pending: dict[tuple[str, SlotKey], tuple[int, LastRows]] = {}
+        #: how many small parts of each kind held end its list (``_keep``)
+        self._small: dict[str, int] = {}
         #: the hosts of the processes seen so far, by suffix (see _count_related); a host is
         #: indexed when its first process is made, not by a scan of every process per bulk
         #: (processes x bulks: a job of one file per rank has thousands of each)
@@ -494,10 +499,7 @@ class JobBuilder:
                     del self._open[thread]
         for part in kept:
             job.counts[part.cls.KIND] += part.lines
-            if issubclass(part.cls, Connection):
-                job._connection_rows.append(part)
-            else:
-                job._held.setdefault(part.cls.KIND, []).append(part)
+            self._keep(part)
         for b in bulks:
             self._count_related(b)
             job.counts[b.kind] += b.count
@@ -518,6 +520,20 @@ class JobBuilder:
         if len({id(rows) for _line, rows in self._pending.values()}) > PENDING_BULKS_MAX:
             # slots last seen in many different batches: build them rather than hold every batch
             self._build_pending()
+
+    def _keep(self, part: HeldRows) -> None:
+        """Keep a batch's part read; a kind's small parts, once MERGE_PARTS of them follow one
+        another, as one (``HeldRows.merged``)."""
+        job = self.job
+        connections = issubclass(part.cls, Connection)
+        kind = Connection.KIND if connections else part.cls.KIND
+        parts = job._connection_rows if connections else job._held.setdefault(kind, [])
+        parts.append(part)
+        small = self._small.get(kind, 0) + 1 if _small(part) else 0
+        if small >= MERGE_PARTS:
+            _merge_tail(parts)
+            small = 0
+        self._small[kind] = small
 
     def _rows_events(self, rows: HeldRows) -> list[tuple[int, int, Callable[[], None]]]:
         """What rows insert as records would (their source, a process not seen yet, a device
@@ -649,8 +665,38 @@ class JobBuilder:
     def finish(self) -> Job:
         self._open.clear()
         self._build_pending()
+        for parts in (self.job._connection_rows, *self.job._held.values()):
+            _merge_tail(parts)
         _reconcile(self.job)
         return self.job
+
+
+def _small(part: HeldRows) -> bool:
+    """Whether a part is a small log's (or a small batch's) lines of its kind, to be merged."""
+    return not part.sources and part.rows.height < SMALL_PART_ROWS
+
+
+def _merge_tail(parts: list[HeldRows]) -> None:
+    """The small parts at the end of a kind's list as one part per record class and schema (a
+    connection's kind holds lone connections and groups). Their order is not kept: whoever
+    reads parts orders what they read by source and line."""
+    start = len(parts)
+    while start and _small(parts[start - 1]):
+        start -= 1
+    if len(parts) - start < 2:
+        return
+    groups: list[list[HeldRows]] = []
+    for part in parts[start:]:
+        group = next(
+            (g for g in groups if g[0].cls is part.cls and g[0].rows.schema == part.rows.schema),
+            None,
+        )
+        if group is None:
+            groups.append([part])
+        else:
+            group.append(part)
+    del parts[start:]
+    parts += [HeldRows.merged(g) if len(g) > 1 else g[0] for g in groups]
 
 
 #: shortest host name that may anchor a repair: shorter names end too many other names
@@ -851,7 +897,7 @@ def _envelopes(held: Sequence[HeldRows]) -> HeldRows | None:
     return HeldRows(held[0].source, Record, frame, _unbuilt)
 
 
-def _unbuilt(_cls: type[Record], _rows: pl.DataFrame, _source: str) -> list[Record]:
+def _unbuilt(_cls: type[Record], _rows: pl.DataFrame, _sources: Sequence[str]) -> list[Record]:
     raise TypeError("the envelopes of rows held build no record")
 
 

@@ -33,7 +33,7 @@ import operator
 import threading
 import typing
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
@@ -1113,24 +1113,32 @@ def _grouped_connections(
     return out
 
 
-def held_records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
-    """The records of a frame of one source's lines of a kind held (``parse_segments(...,
-    held=...)``: their envelopes and messages), built as ``parse_segments`` builds them
-    without it: the patterns type a message one way."""
+def held_records(cls: type[Record], rows: pl.DataFrame, sources: Sequence[str]) -> list[Record]:
+    """The records of a frame of lines of a kind held (``parse_segments(..., held=...)``: their
+    envelopes and messages; a row's source is ``sources[src]``, the first without ``src``),
+    built as ``parse_segments`` builds them without it: the patterns type a message one
+    way."""
     messages = rows.select(pl.col("text").str.slice("msg_at", "msg_len")).to_series()
     typed = match.message_columns(messages).tables.get(cls.KIND)
     if typed is None or typed.height != rows.height:
         raise ValueError(f"the patterns no longer take every held {cls.KIND} message")
     fields = typed.sort("row").drop("row")
     frame = pl.concat([rows.drop("msg_at", "msg_len"), fields], how="horizontal")
-    return _records(cls, frame.with_columns(pl.lit(0).alias("src")), [source])
+    return _records(cls, _with_src(frame), list(sources))
 
 
-def connection_records(cls: type[Record], rows: pl.DataFrame, source: str) -> list[Record]:
-    """The records of a frame of one source's connection rows (``parse_segments(...,
-    connection_rows=True)``), built as ``parse_segments`` builds them without it."""
+def connection_records(
+    cls: type[Record], rows: pl.DataFrame, sources: Sequence[str]
+) -> list[Record]:
+    """The records of a frame of connection rows (``parse_segments(..., connection_rows=True)``;
+    sources as ``held_records``'), built as ``parse_segments`` builds them without it."""
     assert issubclass(cls, Connection)
-    return _connections(cls, rows.with_columns(pl.lit(0).alias("src")), [source])
+    return _connections(cls, _with_src(rows), list(sources))
+
+
+def _with_src(rows: pl.DataFrame) -> pl.DataFrame:
+    """Rows with ``src``: the first source's where they have none."""
+    return rows if "src" in rows.columns else rows.with_columns(pl.lit(0).alias("src"))
 
 
 def _connection_runs(
