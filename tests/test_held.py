@@ -151,6 +151,30 @@ def test_a_job_of_small_logs_keeps_a_kind_s_rows_in_few_parts(per_process: Path)
             ]
 
 
+def test_parts_merge_where_a_column_is_all_null_in_one() -> None:
+    """A column one part never printed (all null, of no type) takes the others' type."""
+    from ncclscope.model.held import HeldRows
+    from ncclscope.model.records.topology import Trees
+
+    def unbuilt(*_args: object) -> list[Any]:
+        return []
+
+    a = pl.DataFrame({"line": [1, 2], "timestamp": ["t1", None]})
+    b = pl.DataFrame({"line": [5], "timestamp": [None]})
+    assert b.schema["timestamp"] == pl.Null
+    merged = HeldRows.merged(
+        [HeldRows("a.log", Trees, a, unbuilt), HeldRows("b.log", Trees, b, unbuilt)]
+    )
+    assert merged.rows.schema["timestamp"] == pl.String
+    assert merged.sources == ("a.log", "b.log")
+    assert merged.rows.select(merged.source_column(), "line", "timestamp").rows() == [
+        ("a.log", 1, "t1"),
+        ("a.log", 2, None),
+        ("b.log", 5, None),
+    ]
+    assert [(s, rows.height) for s, rows in merged.by_source()] == [("a.log", 2), ("b.log", 1)]
+
+
 def test_the_lines_of_rows_are_counted_per_row_in_a_group_too() -> None:
     """A row stands for its line and a connection's other lines (``more_lines``): counted so
     per host and pid too, as ``_reconcile`` counts a repaired process's lines (a literal 1

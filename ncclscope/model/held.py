@@ -74,12 +74,14 @@ class HeldRows:
 
     @staticmethod
     def merged(parts: Sequence[HeldRows]) -> HeldRows:
-        """One part of these parts' rows, in their order: parts of one record class and one
-        schema, each of one source."""
+        """One part of these parts' rows, in their order: parts of one record class, each of
+        one source."""
         first = parts[0]
-        assert all(not p.sources and p.rows.schema == first.rows.schema for p in parts)
+        assert all(not p.sources and p.cls is first.cls for p in parts)
         heights = pl.Series([p.rows.height for p in parts], dtype=pl.Int64)
         src = pl.select(pl.int_range(len(parts), dtype=pl.Int64).repeat_by(heights).explode())
+        # the pipeline gives a kind's rows one schema; a column all null in one log's part
+        # takes the others' type
         rows = pl.concat([p.rows for p in parts], rechunk=True)
         return HeldRows(
             first.source,

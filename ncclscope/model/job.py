@@ -677,7 +677,7 @@ def _small(part: HeldRows) -> bool:
 
 
 def _merge_tail(parts: list[HeldRows]) -> None:
-    """The small parts at the end of a kind's list as one part per record class and schema (a
+    """The small parts at the end of a kind's list as one part per record class (a
     connection's kind holds lone connections and groups). Their order is not kept: whoever
     reads parts orders what they read by source and line."""
     start = len(parts)
@@ -685,18 +685,11 @@ def _merge_tail(parts: list[HeldRows]) -> None:
         start -= 1
     if len(parts) - start < 2:
         return
-    groups: list[list[HeldRows]] = []
+    groups: dict[type[Record], list[HeldRows]] = {}
     for part in parts[start:]:
-        group = next(
-            (g for g in groups if g[0].cls is part.cls and g[0].rows.schema == part.rows.schema),
-            None,
-        )
-        if group is None:
-            groups.append([part])
-        else:
-            group.append(part)
+        groups.setdefault(part.cls, []).append(part)
     del parts[start:]
-    parts += [HeldRows.merged(g) if len(g) > 1 else g[0] for g in groups]
+    parts += [HeldRows.merged(g) if len(g) > 1 else g[0] for g in groups.values()]
 
 
 #: shortest host name that may anchor a repair: shorter names end too many other names
