@@ -151,6 +151,45 @@ def test_a_job_of_small_logs_keeps_a_kind_s_rows_in_few_parts(per_process: Path)
             ]
 
 
+def test_a_held_line_printed_as_a_warn_is_read_as_a_record(
+    big_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A WARN opens an error chain, so a batch's part of a held kind holding one is read as
+    records, and what the pipeline asked of the batch's rows held (``pack_firsts``) is asked
+    again of the parts kept. No real log prints a held kind at WARN: the big job's first
+    ``Trees`` line is made one, alone and in a folder of per-process logs."""
+    lines = big_log.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if " NCCL INFO Trees [0] " in line)
+    lines[at] = lines[at].replace(" NCCL INFO ", " NCCL WARN ")
+    one = tmp_path / "warned.log"
+    one.write_text("".join(lines), encoding="utf-8")
+    folder = tmp_path / "per-process"
+    folder.mkdir()
+    host, pid, _rest = lines[at].split(":", 2)
+    mine = [line for line in lines if line.startswith(f"{host}:{pid}:")]
+    (folder / "warned.log").write_text("".join(mine), encoding="utf-8")
+    (folder / "other.log").write_text(
+        "".join(line for line in lines if line.startswith(lines[0].split(":", 1)[0] + ":")),
+        encoding="utf-8",
+    )
+    asked: list[int] = []
+    firsts_of = job_module.firsts_of
+
+    def counted(parts: Any) -> Any:
+        asked.append(len(parts))
+        return firsts_of(parts)
+
+    monkeypatch.setattr(job_module, "firsts_of", counted)
+    for log in (one, folder):
+        asked.clear()
+        rows, records = _rows_job(log), _records_job(log)
+        assert asked, log.name
+        want, got = _state(records), _state(rows)
+        for key in want:
+            assert got[key] == want[key], f"{log.name}: {key}"
+        assert any(r.level.value == "WARN" for r in rows.of(KINDS["trees"]))
+
+
 def test_parts_merge_where_a_column_is_all_null_in_one() -> None:
     """A column one part never printed (all null, of no type) takes the others' type."""
     from ncclscope.model.held import HeldRows

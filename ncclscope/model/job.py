@@ -25,7 +25,7 @@ import polars as pl
 
 from ncclscope.model.collapse import collapse_connections
 from ncclscope.model.enums import Level, NcclResult
-from ncclscope.model.held import HeldRows, printed_lines
+from ncclscope.model.held import RAY_FOLDED, Firsts, HeldRows, firsts_of, printed_lines
 from ncclscope.model.records.base import Record, Unrecognized
 from ncclscope.model.records.init import ReturnCode
 from ncclscope.model.records.topology import Connection
@@ -71,7 +71,6 @@ HELD_KINDS: frozenset[str] = frozenset(
     }
 )
 
-_RAY_FOLDED = "x across cluster]"
 
 _HOST = operator.attrgetter("host")
 _LINE = operator.attrgetter("line")
@@ -393,7 +392,7 @@ class JobBuilder:
         # a connection the model read as one record stands for each of its lines
         lines = len(rec.printed_lines) if isinstance(rec, Connection) else 1
         job.counts[kind] += lines
-        if rec.source not in job.folded_sources and _RAY_FOLDED in rec.text:
+        if rec.source not in job.folded_sources and RAY_FOLDED in rec.text:
             job.folded_sources.add(rec.source)
         thread: ThreadKey = (rec.source, rec.host, rec.pid, rec.tid)
         if kind in self._summarised:
@@ -439,12 +438,8 @@ class JobBuilder:
         if not collapsed:
             records = collapse_connections(records, self._summarised)
         kept: list[HeldRows] = []
-        # asked of all the parts at once, then of each only where one has a WARN (rare): a
-        # job of per-rank logs gives thousands of batches of ~18 small parts each
-        levels = [part.rows.get_column("level") for part in held]
-        warned = bool(levels) and bool(pl.concat(levels).eq("WARN").any())
         for part in held:
-            if warned and part.rows.get_column("level").eq("WARN").any():
+            if part.has_warn:
                 # a WARN opens an error chain: read as records, as without rows
                 records = sorted(records + part.records(), key=_LINE)
             elif part.rows.height:
@@ -456,11 +451,23 @@ class JobBuilder:
         job = self.job
         # What a record's first appearance inserts (dict order is input order), in line order.
         events: list[tuple[int, int, Callable[[], None]]] = []
-        # the lines of all the kinds held, read as one: a group-by per kind and batch cost
-        # more than building the records of the smaller kinds
-        envelopes = _envelopes(kept)
-        if envelopes is not None:
-            events += self._rows_events(envelopes)
+        if kept:
+            # the pipeline's answer is of every part it gave: not where one was read as records
+            given = held[0].batch_firsts if len(kept) == len(held) else None
+            if given is None or any(part.batch_firsts is not given for part in kept):
+                given = firsts_of([part.rows for part in kept])
+            events += self._rows_events(kept[0].source, given)
+        envelopes: HeldRows | None = None
+
+        def lined() -> list[Bulk | HeldRows]:
+            """The bulks and the rows held, where an error chain is open: the lines of all
+            the kinds held read as one, made only then (a batch of a per-rank log costs more
+            in queries than in rows)."""
+            nonlocal envelopes
+            if envelopes is None:
+                envelopes = _envelopes(kept)
+            return [*bulks] if envelopes is None else [*bulks, envelopes]
+
         for b in bulks:
             events.append((b.first_line, 0, functools.partial(self._bulk_kind, b)))
             for first, host, pid, _devs in b.processes:
@@ -470,7 +477,6 @@ class JobBuilder:
             for first, slot, _last, _rec in b.slots:
                 events.append((first, 2, functools.partial(self._bulk_slot, b.kind, slot)))
         events.sort(key=lambda e: (e[0], e[1]))
-        lined: list[Bulk | HeldRows] = [*bulks] if envelopes is None else [*bulks, envelopes]
         lines_of: dict[ThreadKey, list[int]] | None = None
         ei = 0
         for rec in records:
@@ -482,9 +488,9 @@ class JobBuilder:
                 chain = self._open.get(thread)
                 if chain is not None:
                     if lines_of is None:
-                        lines_of = _merge_thread_lines(lined, _open_in(lined, self._open))
+                        lines_of = _merge_thread_lines(lined(), _open_in(lined(), self._open))
                     elif thread not in lines_of:
-                        lines_of.update(_merge_thread_lines(lined, {thread}))
+                        lines_of.update(_merge_thread_lines(lined(), {thread}))
                     if _any_between(lines_of.get(thread), chain.records[-1].line, rec.line):
                         del self._open[thread]
             self.add(rec)
@@ -493,7 +499,7 @@ class JobBuilder:
         if self._open:
             # only a chain of a thread with bulk rows here can be ended by them (the rows of a
             # batch are one input's, and a job of per-rank logs has a chain open per input)
-            lines_of = _merge_thread_lines(lined, _open_in(lined, self._open))
+            lines_of = _merge_thread_lines(lined(), _open_in(lined(), self._open))
             for thread, lines in lines_of.items():
                 if _any_between(lines, self._open[thread].records[-1].line, None):
                     del self._open[thread]
@@ -524,6 +530,7 @@ class JobBuilder:
     def _keep(self, part: HeldRows) -> None:
         """Keep a batch's part read; a kind's small parts, once MERGE_PARTS of them follow one
         another, as one (``HeldRows.merged``)."""
+        part.read()
         job = self.job
         connections = issubclass(part.cls, Connection)
         kind = Connection.KIND if connections else part.cls.KIND
@@ -535,24 +542,19 @@ class JobBuilder:
             small = 0
         self._small[kind] = small
 
-    def _rows_events(self, rows: HeldRows) -> list[tuple[int, int, Callable[[], None]]]:
-        """What rows insert as records would (their source, a process not seen yet, a device
-        not seen yet of a process), each at the first line that does: (line, order at one
-        line, what it does)."""
+    def _rows_events(
+        self, source: str, firsts: Firsts
+    ) -> list[tuple[int, int, Callable[[], None]]]:
+        """What a batch's rows held insert as records would (their source, a process not seen
+        yet, a device not seen yet of a process), each at the first line that does: (line,
+        order at one line, what it does)."""
         job = self.job
-        # one query for the three questions (Ray's folded lines, the first line, each process
-        # and device's first line): a job of per-rank logs asks them of thousands of small
-        # frames, where a query costs more than its rows (three took ~0.9 ms a log)
-        groups = rows.rows.group_by("host", "pid", "dev").agg(
-            pl.col("line").min(),
-            pl.col("text").str.contains(_RAY_FOLDED, literal=True).any().alias("folded"),
-        )
         first_line: int | None = None
         folded = False
         first: dict[ProcessKey, int] = {}
         processes = job.processes
         dev_events: list[tuple[int, int, Callable[[], None]]] = []
-        for host, pid, dev, line, tagged in groups.iter_rows():
+        for host, pid, dev, line, tagged in firsts:
             folded = folded or tagged
             first_line = line if first_line is None else min(first_line, line)
             if host is None and pid is None:
@@ -564,14 +566,14 @@ class JobBuilder:
             if dev is not None and (proc is None or dev not in proc.devs):
                 dev_events.append((line, 2, functools.partial(self._rows_dev, key, dev)))
         if folded:
-            job.folded_sources.add(rows.source)
+            job.folded_sources.add(source)
         assert first_line is not None, "rows held are never empty"
         out: list[tuple[int, int, Callable[[], None]]] = [
-            (first_line, 0, functools.partial(self._rows_source, rows.source)),
+            (first_line, 0, functools.partial(self._rows_source, source)),
             *dev_events,
         ]
         out += [
-            (line, 1, functools.partial(self._bulk_process, rows.source, line, host, pid))
+            (line, 1, functools.partial(self._bulk_process, source, line, host, pid))
             for (host, pid), line in first.items()
             if (host, pid) not in processes
         ]

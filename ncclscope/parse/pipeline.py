@@ -42,6 +42,7 @@ import polars as pl
 
 from ncclscope.model.collapse import PER_LINE, collapse_connections
 from ncclscope.model.enums import Level
+from ncclscope.model.held import pack_firsts
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record, Unrecognized
@@ -741,6 +742,8 @@ class _Typed:
         ends: list[pl.DataFrame] = []
         #: the kinds whose records are built together (most init kinds): see _batch_records
         together: list[tuple[type[Record], pl.DataFrame]] = []
+        #: the kinds given as rows (``held``, ``connection_rows``), framed once all are known
+        given: list[tuple[type[Record], pl.DataFrame]] = []
         for kind, table in self.tables.items():
             if not table.height:
                 continue
@@ -774,8 +777,7 @@ class _Typed:
                     .drop("msg")
                 )
                 ends.append(rows.select("src", "line", "host", "pid"))
-                for k, part in _by_segment(rows):
-                    out[k][1].append(KindFrame(cls, part))
+                given.append((cls, rows))
                 continue
             rows = pl.concat(
                 [base.select(pl.all().gather(table.get_column("row"))), table.drop("row")],
@@ -858,8 +860,8 @@ class _Typed:
             # their lines with those, as records
             for cls, rows in _grouped_connections(connections, ends, lark, sources):
                 gathered, kept = _read_by_lark(rows, lark_connections, sources)
-                for k, part in _by_segment(kept):
-                    out[k][1].append(KindFrame(cls, part))
+                if kept.height:
+                    given.append((cls, kept))
                 records.extend(_connections(cls, gathered, sources))
         elif connections is not None:
             groups, lines = _connection_groups(connections, ends, lark, sources, row_frames)
@@ -867,6 +869,11 @@ class _Typed:
             if row_frames and lines.height:
                 for k, part in _by_segment(lines):
                     out[k][1].append(RowFrame(ConnectionGroup, part))
+        if given:
+            firsts, warned = pack_firsts([rows for _cls, rows in given])
+            for j, (cls, rows) in enumerate(given):
+                for k, part in _by_segment(rows):
+                    out[k][1].append(KindFrame(cls, part, firsts[k], (k, j) in warned))
         if len(pack) == 1:
             # one input's batch (a big log's every batch): its records are all of them, handed
             # over whole (the 100 MB init-heavy log's 344k records, dealt one by one: 84 ms)
