@@ -125,8 +125,7 @@ def build(
                     f.cls,
                     f.rows,
                     connection_records if issubclass(f.cls, Connection) else held_records,
-                    batch_firsts=f.batch_firsts,
-                    warned=f.warned,
+                    given=f.given,
                 )
                 for f in frames
                 if f.cls.KIND not in HIGH_VOLUME_KINDS

@@ -155,7 +155,7 @@ def test_a_held_line_printed_as_a_warn_is_read_as_a_record(
     big_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A WARN opens an error chain, so a batch's part of a held kind holding one is read as
-    records, and what the pipeline asked of the batch's rows held (``pack_firsts``) is asked
+    records, and what the pipeline asked of the batch's rows held (``pack_answers``) is asked
     again of the parts kept. No real log prints a held kind at WARN: the big job's first
     ``Trees`` line is made one, alone and in a folder of per-process logs."""
     lines = big_log.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -55,20 +55,42 @@ def firsts_of(parts: Sequence[pl.DataFrame]) -> Firsts:
     return _firsts(_first_lines(pl.concat([rows[_FIRSTS_COLUMNS] for rows in parts]), ()))
 
 
-def pack_firsts(parts: Sequence[pl.DataFrame]) -> tuple[dict[int, Firsts], set[tuple[int, int]]]:
-    """Of a pack's rows of the kinds given as rows (each with ``src``): each segment's
-    ``Firsts``, and the (segment, part) whose rows hold a WARN, asked of them all at once: a job
-    of per-rank logs gives thousands of segments of ~20 small parts each, where a query costs
-    more than a part's rows (~0.3 ms), and a big log's batch would make a ``Firsts`` per part
-    of every process (1.2M tuples on the 4,096-GPU bigjob log)."""
+@dataclass(frozen=True, slots=True)
+class Given:
+    """What the builder asks of a part while its batch is read, answered by the pipeline for a
+    pack at once (``pack_answers``): a job of per-rank logs gives thousands of batches of ~20
+    small parts each, where a query costs more than a part's rows (~0.3 ms)."""
+
+    #: the ``Firsts`` of its batch's rows given as rows, of every kind (one object per batch)
+    batch_firsts: Firsts
+    #: whether one of its rows is a WARN
+    warned: bool
+    #: the lines its rows printed (``HeldRows.lines``)
+    lines: int
+
+
+def pack_answers(parts: Sequence[pl.DataFrame]) -> dict[tuple[int, int], Given]:
+    """``Given`` of each (segment, part) of a pack's rows of the kinds given as rows (each part
+    a kind's, with ``src``), asked of them all in two group-bys: each segment's ``Firsts`` of
+    all its parts (a ``Firsts`` per part would be one per process and kind in a big log's
+    batch: 1.2M tuples on the 4,096-GPU bigjob log, 18x the Python work on the init-heavy
+    one)."""
     columns = ["src", *_FIRSTS_COLUMNS, "level"]
     frame = pl.concat(
-        [rows[columns].with_columns(pl.lit(j).alias("part")) for j, rows in enumerate(parts)]
+        [
+            rows.select(*columns, pl.lit(j).alias("part"), printed_lines(rows).alias("lines"))
+            for j, rows in enumerate(parts)
+        ]
     )
-    warned = frame.filter(pl.col("level") == "WARN").select("src", "part").unique()
+    per_part = frame.group_by("src", "part").agg(
+        pl.col("lines").sum(), pl.col("level").eq("WARN").any()
+    )
     by_segment = _first_lines(frame, ["src"]).partition_by("src", as_dict=True, include_key=False)
     firsts = {int(k): _firsts(groups) for (k,), groups in by_segment.items()}
-    return firsts, {(int(k), int(j)) for k, j in warned.iter_rows()}
+    return {
+        (int(k), int(j)): Given(firsts[int(k)], bool(warned), int(lines))
+        for k, j, lines, warned in per_part.iter_rows()
+    }
 
 
 #: builds the records of some rows of a frame of one kind (the parse layer's): a row's source is
@@ -102,17 +124,16 @@ class HeldRows:
     rows: pl.DataFrame
     build: BuildRecords
     sources: tuple[str, ...] = ()
-    #: the ``Firsts`` of its batch's rows given as rows, of every kind, where the pipeline
-    #: asked them of its pack (``pack_firsts``); ``warned``: whether a row is a WARN, where
-    #: it asked (None: ask the rows)
-    batch_firsts: Firsts | None = None
-    warned: bool | None = None
+    #: what the pipeline answered of these rows, while their batch is read (None: ask them)
+    given: Given | None = None
     _lines: dict[ThreadKey, list[int]] | None = field(default=None, init=False, repr=False)
     _threads: frozenset[ThreadKey] | None = field(default=None, init=False, repr=False)
 
     @property
     def lines(self) -> int:
         """The lines these rows printed."""
+        if self.given is not None:
+            return self.given.lines
         # counted from the frame, not by a query (the builder counts every kind held of every
         # batch: ~370 queries on the 100 MB init-heavy log, on the model's thread)
         if "more_lines" not in self.rows.columns:
@@ -122,9 +143,9 @@ class HeldRows:
     @property
     def has_warn(self) -> bool:
         """Whether one of these rows is a WARN."""
-        if self.warned is None:
-            self.warned = bool(self.rows.get_column("level").eq("WARN").any())
-        return self.warned
+        if self.given is not None:
+            return self.given.warned
+        return bool(self.rows.get_column("level").eq("WARN").any())
 
     @staticmethod
     def merged(parts: Sequence[HeldRows]) -> HeldRows:
@@ -195,6 +216,6 @@ class HeldRows:
     def read(self) -> None:
         """Its batch is read: what the builder asked of it then is not kept with the job (each
         per-rank log's batch has its own ``Firsts``)."""
-        self.batch_firsts = None
+        self.given = None
         self._lines = None
         self._threads = None

@@ -453,10 +453,10 @@ class JobBuilder:
         events: list[tuple[int, int, Callable[[], None]]] = []
         if kept:
             # the pipeline's answer is of every part it gave: not where one was read as records
-            given = held[0].batch_firsts if len(kept) == len(held) else None
-            if given is None or any(part.batch_firsts is not given for part in kept):
-                given = firsts_of([part.rows for part in kept])
-            events += self._rows_events(kept[0].source, given)
+            firsts = _given_firsts(held) if len(kept) == len(held) else None
+            if firsts is None:
+                firsts = firsts_of([part.rows for part in kept])
+            events += self._rows_events(kept[0].source, firsts)
         envelopes: HeldRows | None = None
 
         def lined() -> list[Bulk | HeldRows]:
@@ -671,6 +671,16 @@ class JobBuilder:
             _merge_tail(parts)
         _reconcile(self.job)
         return self.job
+
+
+def _given_firsts(parts: Sequence[HeldRows]) -> Firsts | None:
+    """The ``Firsts`` the pipeline gave of a batch's parts, where it gave them of them all."""
+    first = parts[0].given
+    if first is None or any(
+        p.given is None or p.given.batch_firsts is not first.batch_firsts for p in parts
+    ):
+        return None
+    return first.batch_firsts
 
 
 def _small(part: HeldRows) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Final
 import polars as pl
 
 from ncclscope.model.enums import Level
-from ncclscope.model.held import Firsts
+from ncclscope.model.held import Given
 from ncclscope.model.job import Bulk, LastRows, SlotKey, ThreadKey
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import JSONL_ALWAYS, JSONL_WHEN_PRESENT, jsonl_line
@@ -161,11 +161,9 @@ class KindFrame:
 
     cls: type[Record]
     rows: pl.DataFrame
-    #: where the pipeline gives the kind as rows for the model: its batch's rows' processes
-    #: and devices, of every such kind (ncclscope.model.held.pack_firsts), and whether a row
-    #: of this frame is a WARN
-    batch_firsts: Firsts | None = None
-    warned: bool | None = None
+    #: where the pipeline gives the kind as rows for the model: what the builder asks of them
+    #: (ncclscope.model.held.pack_answers)
+    given: Given | None = None
 
     def records(self, source: str, rows: pl.DataFrame | None = None) -> list[Record]:
         """Rows as records, built by the class itself (its defaults and ``__post_init__``).

@@ -42,7 +42,7 @@ import polars as pl
 
 from ncclscope.model.collapse import PER_LINE, collapse_connections
 from ncclscope.model.enums import Level
-from ncclscope.model.held import pack_firsts
+from ncclscope.model.held import pack_answers
 from ncclscope.model.job import HIGH_VOLUME_KINDS
 from ncclscope.model.records import KINDS
 from ncclscope.model.records.base import Part, Record, Unrecognized
@@ -870,10 +870,10 @@ class _Typed:
                 for k, part in _by_segment(lines):
                     out[k][1].append(RowFrame(ConnectionGroup, part))
         if given:
-            firsts, warned = pack_firsts([rows for _cls, rows in given])
+            answers = pack_answers([rows for _cls, rows in given])
             for j, (cls, rows) in enumerate(given):
                 for k, part in _by_segment(rows):
-                    out[k][1].append(KindFrame(cls, part, firsts[k], (k, j) in warned))
+                    out[k][1].append(KindFrame(cls, part, answers[(k, j)]))
         if len(pack) == 1:
             # one input's batch (a big log's every batch): its records are all of them, handed
             # over whole (the 100 MB init-heavy log's 344k records, dealt one by one: 84 ms)
