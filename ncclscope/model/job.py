@@ -340,8 +340,12 @@ class Job:
             if rec.line > out.get(rec.source, 0):
                 out[rec.source] = rec.line
         for rows in self.held_rows():
-            for source, part in rows.by_source():
-                last = part.get_column("line").max()
+            # a group-by, not a frame per source: a merged part holds hundreds of per-rank logs
+            # (cut into frames, the 4,096-file bigjob job's took 0.62 s)
+            lasts = rows.rows.group_by(rows.source_column().alias("_source")).agg(
+                pl.col("line").max()
+            )
+            for source, last in lasts.iter_rows():
                 if isinstance(last, int) and last > out.get(source, 0):
                     out[source] = last
         return out
@@ -452,11 +456,7 @@ class JobBuilder:
         # What a record's first appearance inserts (dict order is input order), in line order.
         events: list[tuple[int, int, Callable[[], None]]] = []
         if kept:
-            # the pipeline's answer is of every part it gave: not where one was read as records
-            firsts = _given_firsts(held) if len(kept) == len(held) else None
-            if firsts is None:
-                firsts = firsts_of([part.rows for part in kept])
-            events += self._rows_events(kept[0].source, firsts)
+            events += self._rows_events(kept[0].source, _kept_firsts(held, kept))
         envelopes: HeldRows | None = None
 
         def lined() -> list[Bulk | HeldRows]:
@@ -673,14 +673,17 @@ class JobBuilder:
         return self.job
 
 
-def _given_firsts(parts: Sequence[HeldRows]) -> Firsts | None:
-    """The ``Firsts`` the pipeline gave of a batch's parts, where it gave them of them all."""
-    first = parts[0].given
-    if first is None or any(
-        p.given is None or p.given.batch_firsts is not first.batch_firsts for p in parts
+def _kept_firsts(held: Sequence[HeldRows], kept: Sequence[HeldRows]) -> Firsts:
+    """The ``Firsts`` of a batch's parts kept as rows: the pipeline's, where it gave them of
+    every part and none was read as records (a WARN), else asked of the rows kept."""
+    given = held[0].given
+    if (
+        given is not None
+        and len(kept) == len(held)
+        and all(p.given is not None and p.given.batch_firsts is given.batch_firsts for p in held)
     ):
-        return None
-    return first.batch_firsts
+        return given.batch_firsts
+    return firsts_of([part.rows for part in kept])
 
 
 def _small(part: HeldRows) -> bool:
