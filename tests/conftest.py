@@ -4,6 +4,7 @@ of one puts it back; a test that writes to one of the datasets works on a copy."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,14 @@ from click.testing import CliRunner
 
 from ncclscope.cli import main
 from ncclscope.export import bulk
-from tests.helpers import REAL, export_one_job_per_log, real_logs
+from tests.helpers import REAL, columnar_engine, export_one_job_per_log, real_logs
+
+
+@pytest.fixture
+def columnar() -> Iterator[None]:
+    """The columnar engine for one test (``helpers.columnar_engine``)."""
+    with columnar_engine():
+        yield
 
 
 @dataclass(frozen=True)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import pytest
 import yaml
 
 from ncclscope.model.records.base import Record
 from ncclscope.model.records.serialize import record_to_dict
-from ncclscope.parse.parser import parse_text
+from ncclscope.parse.parser import ENGINE_ENV, parse_text
 
 if TYPE_CHECKING:
     from ncclscope.export.bulk import BulkReport
@@ -27,6 +30,19 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 TRACES = FIXTURES / "traces"
 DOCUMENTED = FIXTURES / "documented"
 _NOT_SAMPLES = {".yaml", ".md", ".py"}
+
+
+@contextlib.contextmanager
+def columnar_engine() -> Iterator[None]:
+    """The patterns type every pack, however small (the default engine reads a small one with
+    Lark alone): for tests of the columnar pipeline's own workings on small logs."""
+    from ncclscope.export import bulk
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENGINE_ENV, "columnar")
+        # the parser a process keeps for the jobs it exports is made anew under it
+        patch.setattr(bulk, "_PARSER", None)
+        yield
 
 
 def trace_samples() -> list[Path]:

@@ -356,6 +356,7 @@ def test_bytes_per_rank_are_a_real_ranks() -> None:
     assert between == [f"Channel {c:02d}/0 : 3[3] -> 2[2] via P2P/IPC/read" for c in range(24)]
 
 
+@pytest.mark.usefixtures("columnar")
 def test_each_log_of_a_crashed_job_ends_only_its_own_error_chains(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -233,6 +233,7 @@ def _export_job(logs: list[Path], out: Path) -> dict[str, pl.DataFrame]:
     return _dataset(out)
 
 
+@pytest.mark.usefixtures("columnar")
 def test_a_job_of_small_logs_is_typed_together_and_written_as_each_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -294,6 +295,7 @@ def test_a_job_of_small_logs_is_typed_together_and_written_as_each_alone(
     )
 
 
+@pytest.mark.usefixtures("columnar")
 def test_an_export_typing_packs_at_once_writes_what_one_at_a_time_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

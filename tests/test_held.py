@@ -33,7 +33,15 @@ from ncclscope.report.json_report import diagnosis_to_dict
 from ncclscope.report.text import render_text
 from ncclscope.traces.inputs import LogFile, iter_inputs, log_segments
 
-from .helpers import bigjob, real_logs
+from .helpers import bigjob, columnar_engine, real_logs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _columnar() -> Iterator[None]:
+    """This module tests the columnar pipeline's workings: the patterns type every pack, the
+    fixtures' small ones too (``helpers.columnar_engine``)."""
+    with columnar_engine():
+        yield
 
 
 @pytest.fixture(scope="module")

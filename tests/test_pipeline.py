@@ -15,6 +15,7 @@ import random
 import re
 import weakref
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,22 @@ from ncclscope.model.records.serialize import jsonl_line, record_to_dict
 from ncclscope.model.records.topology import Connection, ConnectionGroup
 from ncclscope.model.views import views
 from ncclscope.parse import pipeline
-from ncclscope.parse.parser import LineParser, SourceStats, parse_text
+from ncclscope.parse.frames import KindFrame
+from ncclscope.parse.parser import LARK_PACK_LINES, LineParser, SourceStats, parse_text
+from ncclscope.parse.pipeline import Batch
 from ncclscope.parse.reader import iter_batches
 from ncclscope.parse.stream import jsonl_paths
 
-from .helpers import FIXTURES, real_logs, synth
+from .helpers import FIXTURES, columnar_engine, real_logs, synth
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _columnar() -> Iterator[None]:
+    """This module tests the columnar pipeline's workings: the patterns type every pack, the
+    fixtures' small ones too (``helpers.columnar_engine``)."""
+    with columnar_engine():
+        yield
+
 
 Batches = list[list[Record]]
 
@@ -687,7 +699,7 @@ def test_json_of_a_frame_float_is_the_json_of_the_python_float() -> None:
     """polars writes 1e-05 as 0.00001 and 2.5e-07 as 2.5e-7; a frame's JSON must be json's."""
     from ncclscope.export.rows import batch_tables
     from ncclscope.model.records.topology import TuningChoice
-    from ncclscope.parse.frames import KindFrame, jsonl_rows
+    from ncclscope.parse.frames import jsonl_rows
 
     line = "h:1:2 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo 1 proto 2 time {}\n"
     times = ["25.400000", "0.000010", "0.00000025", "100000000000000000.0", "-1.000000"]
@@ -845,6 +857,37 @@ def test_a_log_the_patterns_read_whole_does_not_load_lark() -> None:
     batches = iter_batches(io.BytesIO(damaged), "t", st.damaged)
     assert [r for recs, _ in pipeline.parse_batches(batches, "t", st, parser) for r in recs]
     assert parser._parser is not None
+
+
+def test_the_auto_engine_reads_a_small_pack_with_lark_alone(synthetic: dict[str, Path]) -> None:
+    """The default engine types a pack of LARK_PACK_LINES lines or more as the columnar engine
+    does, and a smaller one with Lark alone (the patterns' fixed cost is more than Lark's there):
+    a log read as a big batch and a small last one gives the records and the accounting Lark
+    gives it, the first batch's collective calls as a frame's rows, the last's as records."""
+    lines = synthetic["coll"].read_bytes().splitlines(keepends=True)
+    data = b"".join(lines[: LARK_PACK_LINES * 7 // 2])
+
+    def read(engine: str) -> tuple[list[Batch], dict[str, Any]]:
+        st = SourceStats("t")
+        batches = iter_batches(io.BytesIO(data), "t", st.damaged, size=LARK_PACK_LINES * 3)
+        got = list(pipeline.parse_batches(batches, "t", st, LineParser(engine=engine)))
+        return got, dataclasses.asdict(st)
+
+    auto, auto_stats = read("auto")
+    lark, lark_stats = read("lark")
+    assert [bool(frames) for _records, frames in auto] == [True, False]
+    assert all(not frames for _records, frames in lark)
+
+    def records(batches: list[Batch]) -> list[dict[str, Any]]:
+        built = [r for recs, frames in batches for r in recs + _frame_records(frames)]
+        return [record_to_dict(r, with_text=True) for r in sorted(built, key=lambda r: r.line)]
+
+    assert records(auto) == records(lark)
+    assert auto_stats == lark_stats
+
+
+def _frame_records(frames: list[KindFrame]) -> list[Record]:
+    return [rec for frame in frames for rec in frame.records("t")]
 
 
 @pytest.mark.parametrize("log", real_logs(), ids=lambda p: p.name)

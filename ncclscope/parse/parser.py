@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from lark import Lark
 from lark.exceptions import LarkError
@@ -49,12 +49,21 @@ _WHO_TRIES = 8
 _BODY_CACHE_MAX = 16384
 _TOP_SHAPES = 10
 #: "columnar": the patterns generated from the grammar read what they can as columns, Lark the
-#: rest (ncclscope.parse.pipeline); "lark": Lark reads every line. Both give identical records
-#: (tests/test_pipeline.py).
-ENGINES = ("columnar", "lark")
-DEFAULT_ENGINE = "columnar"
+#: rest (ncclscope.parse.pipeline); "lark": Lark reads every line; "auto" (the default): the
+#: columnar engine, but Lark alone reads a pack of fewer than LARK_PACK_LINES lines. All give
+#: identical records (tests/test_pipeline.py).
+ENGINES = ("auto", "columnar", "lark")
+DEFAULT_ENGINE = "auto"
 #: the engine a LineParser() uses when none is passed (benchmarks and A/B checks set it)
 ENGINE_ENV = "NCCLSCOPE_ENGINE"
+#: the auto engine's smallest pack for the patterns. Their cost is mostly fixed: a polars query
+#: per pattern a pack meets, which compiles its regex (~0.3 ms; polars keeps none), ~0.25 s for
+#: the 1,000-line log's 231 queries; Lark's is per line, memoised by message. Every real fixture,
+#: 18 to 3,143 lines, is read faster by Lark (82 logs: 5.7 -> 1.0 s in all, warm), as are the
+#: init-heavy log's first 2,000 lines (whole process, medians 1.29 -> 0.95 s; 4,000 still
+#: faster); the COLL-heavy log's first 1,000, of few kinds and long messages, are not (0.78 ->
+#: 0.95 s).
+LARK_PACK_LINES: Final = 2048
 
 
 #: the ``:pid:tid`` that ends a WHO (grammar/: ``WHO``), at the end of a run of non-blanks
@@ -153,6 +162,11 @@ class LineParser:
         self._bodies: dict[str, Body | None] = {}
         #: framework lines Lark was asked about: (prefix, body) of the record, or None
         self._foreigns: dict[str, tuple[str | None, Body] | None] = {}
+
+    def by_patterns(self, lines: int) -> bool:
+        """Whether the pipeline types a pack of this many lines as columns first (else Lark
+        reads each of its lines)."""
+        return self.engine == "columnar" or (self.engine == "auto" and lines >= LARK_PACK_LINES)
 
     @property
     def markers(self) -> Markers:
