@@ -382,6 +382,14 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "18-line one 0.42-0.46 -> 0.34-0.35 s, 113 -> 98 MB, until Lark read small packs.)",
     ),
     (
+        "ncclscope/parse/reader.py",
+        ("_SPLIT_IN_PYTHON", "_split_small"),
+        "a run of whole lines under 256 KiB is split into lines in Python, not by polars, whose "
+        "five operations cost ~0.4 ms a region however small (16 KB: 0.36 against 0.02 ms): "
+        "the 4,096-file per-rank bigjob folder's files read in 1.7 -> 0.3 s, its diagnose "
+        "9.6 -> 8.0 s (medians of three alternating runs)",
+    ),
+    (
         "ncclscope/parse/parser.py",
         ("LARK_PACK_LINES", "LineParser.by_patterns"),
         "the default engine reads a pack of fewer than 2,048 lines with Lark alone: the "

@@ -786,13 +786,22 @@ _PIECES = [b"NCCL INFO x", b"\n", b"\r\n", b"\r", b" ", b"\xc3\xa9", b"\xff", b"
 
 
 def _read_all(
-    data: bytes, batches: bool, chunk: int, cap: int, chars: int | None = None
+    data: bytes,
+    batches: bool,
+    chunk: int,
+    cap: int,
+    chars: int | None = None,
+    python_split: bool = True,
 ) -> tuple[list[Line], Damage]:
+    """``python_split``: a batch's lines are split in Python where they are few enough (else
+    by polars, as a big chunk's are)."""
     damage = Damage()
     # the first read is the sniffed head: as small as the chunks, so that chunks are met
     limits = Limits(max_line_bytes=cap, max_parse_chars=cap, sniff_bytes=chunk)
-    old = (reader._CHUNK, reader.TEXT_BATCHES)
+    old = (reader._CHUNK, reader.TEXT_BATCHES, reader._SPLIT_IN_PYTHON)
     reader._CHUNK, reader.TEXT_BATCHES = chunk, batches
+    if not python_split:
+        reader._SPLIT_IN_PYTHON = 0
     try:
         out: list[Line] = []
         for item in reader.iter_batches(
@@ -810,7 +819,7 @@ def _read_all(
             else:
                 out.extend(item)
     finally:
-        reader._CHUNK, reader.TEXT_BATCHES = old
+        reader._CHUNK, reader.TEXT_BATCHES, reader._SPLIT_IN_PYTHON = old
     return out, damage
 
 
@@ -820,23 +829,25 @@ def _read_all(
     st.integers(1, 40),
     st.integers(4, 30),
     st.none() | st.integers(1, 60),
+    st.booleans(),
 )
 # lines read one at a time (every chunk ends inside a line) join a batch to its budget too
-@example(parts=[b"NCCL INFO x", b"\n"] * 12, chunk=1, cap=30, chars=1)
+@example(parts=[b"NCCL INFO x", b"\n"] * 12, chunk=1, cap=30, chars=1, python_split=True)
 def test_text_batches_give_the_lines_of_the_line_path(
-    parts: list[bytes], chunk: int, cap: int, chars: int | None
+    parts: list[bytes], chunk: int, cap: int, chars: int | None, python_split: bool
 ) -> None:
     data = b"".join(parts)
-    with_batches, dmg_a = _read_all(data, True, chunk, cap, chars)
+    with_batches, dmg_a = _read_all(data, True, chunk, cap, chars, python_split)
     without, dmg_b = _read_all(data, False, chunk, cap)
     assert with_batches == without
     assert dmg_a == dmg_b
 
 
-def test_text_batches_on_every_fixture() -> None:
+@pytest.mark.parametrize("python_split", [True, False], ids=["python-split", "polars-split"])
+def test_text_batches_on_every_fixture(python_split: bool) -> None:
     for path in real_logs():
         data = path.read_bytes()
-        with_batches, dmg_a = _read_all(data, True, 1 << 12, 1 << 20)
+        with_batches, dmg_a = _read_all(data, True, 1 << 12, 1 << 20, python_split=python_split)
         without, dmg_b = _read_all(data, False, 1 << 12, 1 << 20)
         assert with_batches == without, path
         assert dmg_a == dmg_b, path
