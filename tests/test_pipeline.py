@@ -937,8 +937,8 @@ def test_the_run_memo_holds_at_most_its_bound(monkeypatch: pytest.MonkeyPatch) -
     ]
     memo = pipeline.match.MessageMemo()
     batches = ([c for c in calls[:20] for _ in range(2)], calls[::-1], calls[:10] * 2)
-    # a batch's repeated messages are kept when the next batch comes
-    for batch, held in zip(batches, (0, 5, 5), strict=True):
+    # a batch's repeated messages are kept once it is typed
+    for batch, held in zip(batches, (5, 5, 5), strict=True):
         got = memo.tables(pl.Series(batch, dtype=pl.String))
         want = pipeline.match.message_columns(pl.Series(batch, dtype=pl.String)).tables
         assert sorted(got) == sorted(want) == ["coll_call"]

@@ -616,30 +616,23 @@ class MessageMemo:
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
-        #: the last batch's new messages and their tables, kept when the next batch comes: a
-        #: run's last batch (a short log's only one) is not kept for batches that never come
-        #: (the benchmark's 1,000-line log: ~50 ms profiled; docs/performance.md)
-        self._last: tuple[pl.DataFrame, dict[str, pl.DataFrame]] | None = None
 
     def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
         """What ``message_columns(messages).tables`` gives, typing only the messages this run
         has not kept."""
-        if self._last is not None:
-            self._keep(*self._last)
-            self._last = None
         frame = pl.DataFrame({"msg": messages.cast(pl.String)}).with_row_index("row")
         known = frame.join(self.index, left_on="msg", right_on="text", how="inner")
         new = frame.join(self.index, left_on="msg", right_on="text", how="anti")
         tables: dict[str, list[pl.DataFrame]] = {}
         if new.height:
             typed = message_columns(new.get_column("msg")).tables
-            self._last = (new, typed)
+            self._keep(new, typed)
             rows = new.get_column("row")
             for kind, table in typed.items():
-                # the table's rows are positions in ``new`` (what _keep reads): back to the
-                # batch's rows, in a copy
+                # the table's rows are positions in ``new`` (what _keep read): back to the
+                # batch's rows
                 at = table.get_column_index("row")
-                table = table.clone().replace_column(at, rows.gather(table.get_column("row")))
+                table = table.replace_column(at, rows.gather(table.get_column("row")))
                 tables.setdefault(kind, []).append(table)
         kept = known.filter(pl.col("kind").is_not_null())
         for (kind,), part in kept.partition_by("kind", as_dict=True).items():
