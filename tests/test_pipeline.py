@@ -859,31 +859,34 @@ def test_a_log_the_patterns_read_whole_does_not_load_lark() -> None:
     assert parser._parser is not None
 
 
-def test_the_auto_engine_reads_a_small_pack_with_lark_alone(synthetic: dict[str, Path]) -> None:
-    """The default engine types a pack of LARK_PACK_LINES lines or more as the columnar engine
-    does, and a smaller one with Lark alone (the patterns' fixed cost is more than Lark's there):
-    a log read as a big batch and a small last one gives the records and the accounting Lark
-    gives it, the first batch's collective calls as a frame's rows, the last's as records."""
+def test_the_auto_engine_reads_a_short_log_with_lark_alone(synthetic: dict[str, Path]) -> None:
+    """The default engine leaves a run's first pack to Lark when it holds fewer than
+    LARK_PACK_LINES lines (a short log's only pack: the patterns' fixed cost is more than
+    Lark's there), and types every other pack as the columnar engine does, a big log's short
+    last one too. Either way the records and the accounting are Lark's: collective calls come
+    as a frame's rows where the patterns read them, as records where Lark did."""
     lines = synthetic["coll"].read_bytes().splitlines(keepends=True)
-    data = b"".join(lines[: LARK_PACK_LINES * 7 // 2])
 
-    def read(engine: str) -> tuple[list[Batch], dict[str, Any]]:
+    def read(data: bytes, engine: str) -> tuple[list[Batch], dict[str, Any]]:
         st = SourceStats("t")
         batches = iter_batches(io.BytesIO(data), "t", st.damaged, size=LARK_PACK_LINES * 3)
         got = list(pipeline.parse_batches(batches, "t", st, LineParser(engine=engine)))
         return got, dataclasses.asdict(st)
 
-    auto, auto_stats = read("auto")
-    lark, lark_stats = read("lark")
-    assert [bool(frames) for _records, frames in auto] == [True, False]
-    assert all(not frames for _records, frames in lark)
-
     def records(batches: list[Batch]) -> list[dict[str, Any]]:
         built = [r for recs, frames in batches for r in recs + _frame_records(frames)]
         return [record_to_dict(r, with_text=True) for r in sorted(built, key=lambda r: r.line)]
 
-    assert records(auto) == records(lark)
-    assert auto_stats == lark_stats
+    short = b"".join(lines[: LARK_PACK_LINES - 1])
+    # a big batch, then a small last one
+    long = b"".join(lines[: LARK_PACK_LINES * 7 // 2])
+    for data, framed in ((short, [False]), (long, [True, True])):
+        auto, auto_stats = read(data, "auto")
+        lark, lark_stats = read(data, "lark")
+        assert [bool(frames) for _records, frames in auto] == framed
+        assert all(not frames for _records, frames in lark)
+        assert records(auto) == records(lark)
+        assert auto_stats == lark_stats
 
 
 def _frame_records(frames: list[KindFrame]) -> list[Record]:

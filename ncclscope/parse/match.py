@@ -616,10 +616,12 @@ class MessageMemo:
         #: text -> kind (null: no pattern took it) and the row of the kind's table in ``store``
         self.index = pl.DataFrame(schema=_MEMO_INDEX)
         self.store: dict[str, pl.DataFrame] = {}
+        self.packs = 0  # the packs of the run typed on this memo's thread
 
     def tables(self, messages: pl.Series) -> dict[str, pl.DataFrame]:
         """What ``message_columns(messages).tables`` gives, typing only the messages this run
         has not kept."""
+        self.packs += 1
         frame = pl.DataFrame({"msg": messages.cast(pl.String)}).with_row_index("row")
         known = frame.join(self.index, left_on="msg", right_on="text", how="inner")
         new = frame.join(self.index, left_on="msg", right_on="text", how="anti")

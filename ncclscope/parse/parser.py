@@ -50,19 +50,21 @@ _BODY_CACHE_MAX = 16384
 _TOP_SHAPES = 10
 #: "columnar": the patterns generated from the grammar read what they can as columns, Lark the
 #: rest (ncclscope.parse.pipeline); "lark": Lark reads every line; "auto" (the default): the
-#: columnar engine, but Lark alone reads a pack of fewer than LARK_PACK_LINES lines. All give
-#: identical records (tests/test_pipeline.py).
+#: columnar engine, but Lark alone reads a run's first pack when it holds fewer than
+#: LARK_PACK_LINES lines (a short log's only pack). All give identical records
+#: (tests/test_pipeline.py).
 ENGINES = ("auto", "columnar", "lark")
 DEFAULT_ENGINE = "auto"
 #: the engine a LineParser() uses when none is passed (benchmarks and A/B checks set it)
 ENGINE_ENV = "NCCLSCOPE_ENGINE"
-#: the auto engine's smallest pack for the patterns. Their cost is mostly fixed: a polars query
+#: the auto engine's smallest first pack for the patterns. Their cost is mostly fixed: a polars query
 #: per pattern a pack meets, which compiles its regex (~0.3 ms; polars keeps none), ~0.25 s for
 #: the 1,000-line log's 231 queries; Lark's is per line, memoised by message. Every real fixture,
 #: 18 to 3,143 lines, is read faster by Lark (82 logs: 5.7 -> 1.0 s in all, warm), as are the
 #: init-heavy log's first 2,000 lines (whole process, medians 1.29 -> 0.95 s; 4,000 still
 #: faster); the COLL-heavy log's first 1,000, of few kinds and long messages, are not (0.78 ->
-#: 0.95 s).
+#: 0.95 s). A later pack is the patterns' whatever its size: the run's memo of messages spares
+#: them most of the work, and Lark reads long collective lines slowly (a big log's last pack).
 LARK_PACK_LINES: Final = 2048
 
 
@@ -163,10 +165,12 @@ class LineParser:
         #: framework lines Lark was asked about: (prefix, body) of the record, or None
         self._foreigns: dict[str, tuple[str | None, Body] | None] = {}
 
-    def by_patterns(self, lines: int) -> bool:
-        """Whether the pipeline types a pack of this many lines as columns first (else Lark
-        reads each of its lines)."""
-        return self.engine == "columnar" or (self.engine == "auto" and lines >= LARK_PACK_LINES)
+    def by_patterns(self, lines: int, first: bool) -> bool:
+        """Whether a pack of this many lines is typed as columns first (else Lark reads each
+        line); ``first``: no pack of the run typed yet on its typing thread (LARK_PACK_LINES)."""
+        return self.engine == "columnar" or (
+            self.engine == "auto" and (not first or lines >= LARK_PACK_LINES)
+        )
 
     @property
     def markers(self) -> Markers:

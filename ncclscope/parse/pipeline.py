@@ -458,10 +458,10 @@ def _read_pack(
     held: frozenset[str] = frozenset(),
 ) -> Callable[[], list[Batch]]:
     """A pack's lines typed; what it gives builds their records (where Lark reads every line,
-    as the lark engine does and the auto engine for a small pack, they are read here)."""
+    as the lark engine does and the auto engine for a short log's, they are read here)."""
     if not pack:
         return list
-    if parser.by_patterns(sum(_count(seg.lines) for seg in pack)):
+    if parser.by_patterns(sum(_length(seg.lines) for seg in pack), not memo.packs):
         typed = _columnar(pack, parser, memo, kinds, collapse, row_frames, connection_rows, held)
         return functools.partial(typed.built, fields)
     batches: list[Batch] = []
@@ -1767,10 +1767,6 @@ def _parts(part: type[Part], series: pl.Series) -> list[Part | None]:
         for gone, *row in zip(values.is_null().to_list(), *columns, strict=True)
     ]
     return [built[code] for code in codes]
-
-
-def _count(lines: Lines) -> int:
-    return len(lines.texts) if isinstance(lines, TextBatch) else len(lines)
 
 
 def _as_lines(lines: Lines) -> list[Line]:
