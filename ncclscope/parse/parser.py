@@ -57,14 +57,15 @@ ENGINES = ("auto", "columnar", "lark")
 DEFAULT_ENGINE = "auto"
 #: the engine a LineParser() uses when none is passed (benchmarks and A/B checks set it)
 ENGINE_ENV = "NCCLSCOPE_ENGINE"
-#: the auto engine's smallest first pack for the patterns. Their cost is mostly fixed: a polars query
-#: per pattern a pack meets, which compiles its regex (~0.3 ms; polars keeps none), ~0.25 s for
-#: the 1,000-line log's 231 queries; Lark's is per line, memoised by message. Every real fixture,
-#: 18 to 3,143 lines, is read faster by Lark (82 logs: 5.7 -> 1.0 s in all, warm), as are the
-#: init-heavy log's first 2,000 lines (whole process, medians 1.29 -> 0.95 s; 4,000 still
-#: faster); the COLL-heavy log's first 1,000, of few kinds and long messages, are not (0.78 ->
-#: 0.95 s). A later pack is the patterns' whatever its size: the run's memo of messages spares
-#: them most of the work, and Lark reads long collective lines slowly (a big log's last pack).
+#: the auto engine's smallest first pack for the patterns. Their cost is mostly fixed: a polars
+#: query per pattern a pack meets, which compiles its regex (~0.3 ms; polars keeps none),
+#: ~0.25 s for the 1,000-line log's 231 queries; Lark's is per line, memoised by message. Every
+#: real fixture, 18 to 3,143 lines, is read faster by Lark (82 logs: 5.7 -> 1.0 s in all,
+#: warm), as are the init-heavy log's first 2,000 lines (whole process, medians 1.29 -> 0.95 s;
+#: 4,000 still faster); the COLL-heavy log's first 1,000, of few kinds and long messages, are
+#: not (0.78 -> 0.95 s). A later pack is the patterns' whatever its size: the run's memo of
+#: messages spares them most of the work, and Lark reads long collective lines slowly (a big
+#: log's last pack).
 LARK_PACK_LINES: Final = 2048
 
 
