@@ -740,6 +740,18 @@ def _assert_one_line_error(code: int, out: str, err: str, fragment: str) -> None
     assert fragment in line
 
 
+@pytest.mark.parametrize("command", ["parse", "diagnose", "export"])
+def test_cli_unknown_engine_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """NCCLSCOPE_ENGINE is a user's setting: a wrong one is a usage error, not a traceback."""
+    path = tmp_path / "a.log"
+    path.write_bytes(BASES[0].read_bytes())
+    monkeypatch.setenv("NCCLSCOPE_ENGINE", "fast")
+    args = [command, str(path)] + (["-o", str(tmp_path / "out")] if command == "export" else [])
+    _assert_one_line_error(*_run(*args), "unknown engine 'fast' (NCCLSCOPE_ENGINE)")
+
+
 def test_cli_missing_path(tmp_path: Path) -> None:
     _assert_one_line_error(*_run("parse", str(tmp_path / "nope.log")), "no such file")
 

@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 from lark import Lark
 from lark.exceptions import LarkError
 
+from ncclscope.errors import UsageError
 from ncclscope.model.enums import Level
 from ncclscope.model.records.base import CUT_LEVEL_REASON, Record, Unrecognized
 from ncclscope.parse.grammar import (
@@ -157,7 +158,10 @@ class LineParser:
         # reads lines as columns first.
         engine = engine or os.environ.get(ENGINE_ENV) or DEFAULT_ENGINE
         if engine not in ENGINES:
-            raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+            # a user's setting (ENGINE_ENV): one line, as any usage error
+            raise UsageError(
+                f"unknown engine {engine!r} ({ENGINE_ENV}): one of {', '.join(ENGINES)}"
+            )
         self.engine = engine
         self._parser: Lark | None = None
         self._m = markers()
