@@ -745,9 +745,13 @@ def test_cli_unknown_engine_setting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     """NCCLSCOPE_ENGINE is a user's setting: a wrong one is a usage error, not a traceback."""
+    from ncclscope.export import bulk
+
     path = tmp_path / "a.log"
     path.write_bytes(BASES[0].read_bytes())
     monkeypatch.setenv("NCCLSCOPE_ENGINE", "fast")
+    # the parser a process keeps for the jobs it exports is made anew, as in a new process
+    monkeypatch.setattr(bulk, "_PARSER", None)
     args = [command, str(path)] + (["-o", str(tmp_path / "out")] if command == "export" else [])
     _assert_one_line_error(*_run(*args), "unknown engine 'fast' (NCCLSCOPE_ENGINE)")
 
