@@ -393,7 +393,7 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "the default engine reads a run's first pack with Lark alone when it holds fewer than "
         "2,048 lines (a short log's only pack): the patterns' cost there is mostly a polars "
         "query per pattern met, each compiling its "
-        "regex, ~0.25 s for the 1,000-line log's 231 queries. Every real fixture (82 logs of "
+        "regex, ~0.24 s for the 1,000-line log's 231 queries. Every real fixture (82 logs of "
         "18-3,143 lines) is read faster so, 5.7 -> 1.0 s in all (in one process, warm); the "
         "1,000-line log's diagnose 1.45-1.74 -> 1.07-1.28 s (four alternating runs)",
     ),

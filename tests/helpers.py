@@ -33,16 +33,21 @@ _NOT_SAMPLES = {".yaml", ".md", ".py"}
 
 
 @contextlib.contextmanager
-def columnar_engine() -> Iterator[None]:
-    """The patterns type every pack, however small (the default engine reads a small one with
-    Lark alone): for tests of the columnar pipeline's own workings on small logs."""
+def engine_setting(engine: str) -> Iterator[None]:
+    """``NCCLSCOPE_ENGINE`` set to ``engine``, read as a new process reads it: the parser a
+    process keeps for the jobs it exports (``bulk._PARSER``) is made anew under it."""
     from ncclscope.export import bulk
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(ENGINE_ENV, "columnar")
-        # the parser a process keeps for the jobs it exports is made anew under it
+        patch.setenv(ENGINE_ENV, engine)
         patch.setattr(bulk, "_PARSER", None)
         yield
+
+
+def columnar_engine() -> contextlib.AbstractContextManager[None]:
+    """The patterns type every pack, however small (the default engine reads a short log with
+    Lark alone): for tests of the columnar pipeline's own workings on small logs."""
+    return engine_setting("columnar")
 
 
 def trace_samples() -> list[Path]:

@@ -42,7 +42,7 @@ from ncclscope.parse.reader import (
     iter_members,
     unsafe_member_reason,
 )
-from tests.helpers import REAL, real_logs
+from tests.helpers import REAL, engine_setting, real_logs
 
 BASES = [
     REAL / "long" / "L01-sglang-2node-roce-gdrdma-2.29.log",
@@ -741,19 +741,13 @@ def _assert_one_line_error(code: int, out: str, err: str, fragment: str) -> None
 
 
 @pytest.mark.parametrize("command", ["parse", "diagnose", "export"])
-def test_cli_unknown_engine_setting(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
-) -> None:
+def test_cli_unknown_engine_setting(tmp_path: Path, command: str) -> None:
     """NCCLSCOPE_ENGINE is a user's setting: a wrong one is a usage error, not a traceback."""
-    from ncclscope.export import bulk
-
     path = tmp_path / "a.log"
     path.write_bytes(BASES[0].read_bytes())
-    monkeypatch.setenv("NCCLSCOPE_ENGINE", "fast")
-    # the parser a process keeps for the jobs it exports is made anew, as in a new process
-    monkeypatch.setattr(bulk, "_PARSER", None)
     args = [command, str(path)] + (["-o", str(tmp_path / "out")] if command == "export" else [])
-    _assert_one_line_error(*_run(*args), "unknown engine 'fast' (NCCLSCOPE_ENGINE)")
+    with engine_setting("fast"):
+        _assert_one_line_error(*_run(*args), "unknown engine 'fast' (NCCLSCOPE_ENGINE)")
 
 
 def test_cli_missing_path(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ DEFAULT_ENGINE = "auto"
 ENGINE_ENV = "NCCLSCOPE_ENGINE"
 #: the auto engine's smallest first pack for the patterns. Their cost is mostly fixed: a polars
 #: query per pattern a pack meets, which compiles its regex (~0.3 ms; polars keeps none),
-#: ~0.25 s for the 1,000-line log's 231 queries; Lark's is per line, memoised by message. Every
+#: ~0.24 s for the 1,000-line log's 231 queries; Lark's is per line, memoised by message. Every
 #: real fixture, 18 to 3,143 lines, is read faster by Lark (82 logs: 5.7 -> 1.0 s in all,
 #: warm), as are the init-heavy log's first 2,000 lines (whole process, medians 1.29 -> 0.95 s;
 #: 4,000 still faster); the COLL-heavy log's first 1,000, of few kinds and long messages, are

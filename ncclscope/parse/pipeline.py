@@ -19,6 +19,8 @@ Every command (``parse``, ``diagnose``, ``topo``, ``export``) reads its inputs t
    consumers can read its columns as they are (a plain record class whose fields are text and
    integers), and records otherwise; records come in line order.
 
+A short log's only pack (fewer than ``parser.LARK_PACK_LINES`` lines) is read by the line path
+instead, where Lark costs less than a polars query per pattern (``LineParser.by_patterns``).
 ``tests/test_pipeline.py`` holds the output to the lark engine's on every fixture.
 """
 
@@ -150,8 +152,8 @@ def parse_segments(
     held: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[Segment, Batch]]:
     """The records of each segment, in the order given: the records in line order, and the
-    frames of the kinds read as columns. With the lark engine every line is read by Lark. A
-    :class:`Step` among the segments is run in its place.
+    frames of the kinds read as columns (Lark reads every line with the lark engine, a short
+    log's with auto). A :class:`Step` among the segments is run in its place.
 
     ``typers``: how many packs of segments are typed at once, each on a thread of its own
     (see ``_typed``).
