@@ -36,13 +36,16 @@ def fail(message: str) -> NoReturn:
 
 
 class _Group(click.Group):
-    """Turns our own exceptions into one line on stderr and exit 2."""
+    """Runs a command with the garbage collector paused (ncclscope._gc), and turns our own
+    exceptions into one line on stderr and exit 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from ncclscope._gc import collector_paused
         from ncclscope.errors import NcclscopeError
 
         try:
-            return super().invoke(ctx)
+            with collector_paused():
+                return super().invoke(ctx)
         except NcclscopeError as exc:
             fail(str(exc))
         except BrokenPipeError:

@@ -172,3 +172,23 @@ def test_records_stream_in_row_groups(tmp_path: Path, monkeypatch: pytest.Monkey
     keys = [(r["pid"], r["op_count"]) for r in rows]
     assert keys[:10] == sorted(keys[:10]) and keys[10:] == sorted(keys[10:])
     assert keys[:2] == [(1, 12), (1, 14)]
+
+
+def test_a_bulk_job_runs_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a worker process runs no CLI command: the job pauses the collector itself, and gives it
+    # back
+    import gc
+
+    seen: list[bool] = []
+    export_job = bulk.export_job
+
+    def watched(*args: object, **kwargs: object) -> bulk.JobResult:
+        seen.append(gc.isenabled())
+        return export_job(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulk, "export_job", watched)
+    make_jobs(tmp_path / "logs", 2, ranks=2)
+    bulk.run(bulk.plan_jobs(bulk.expand([str(tmp_path / "logs")]), bulk.Grouping()), tmp_path, 1)
+    assert seen == [False, False] and gc.isenabled()

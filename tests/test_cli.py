@@ -207,3 +207,31 @@ def test_parse_table_is_one_aligned_line_per_record(monkeypatch: Any) -> None:
     # the kind column starts at one place within a block, never moving left after it
     starts = [line.index(" " + line.split()[1] + " ") for line in lines[1:]]
     assert len(set(starts[:49])) == 1 and starts == sorted(starts)
+
+
+def test_a_command_runs_with_the_collector_paused_and_gives_it_back(monkeypatch: Any) -> None:
+    import gc
+
+    import ncclscope.api as api
+
+    seen: list[bool] = []
+    build = api.build
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(api, "build", watched)
+    assert gc.isenabled()
+    code, _, _ = run("diagnose", "--format", "json", str(HEALTHY))
+    assert code == 0 and seen == [False]
+    assert gc.isenabled()
+    # given back when the command fails too, and left off for a caller who had turned it off
+    assert run("diagnose", "/nonexistent/job.err")[0] == 2
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        run("diagnose", "--format", "json", str(HEALTHY))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

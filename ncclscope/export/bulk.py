@@ -26,6 +26,7 @@ from typing import Protocol
 
 import pyarrow.parquet as pq
 
+from ncclscope._gc import collector_paused
 from ncclscope._mp import pool_context
 from ncclscope.errors import InputError, UsageError
 from ncclscope.export import fs, writer
@@ -514,7 +515,9 @@ def do_job(task: JobTask, progress: Progress | None = None) -> JobResult:
     hashes = task.hashes if task.hashes is not None else job_hashes(task.plan)
     if task.prior is not None and is_known(task.plan, hashes, task.prior):
         return skipped(task.plan)
-    return export_job(task.plan, task.out, _worker_parser(), hashes, progress, task.typers)
+    # a worker process runs no command of the CLI's, which pauses the collector for its own
+    with collector_paused():
+        return export_job(task.plan, task.out, _worker_parser(), hashes, progress, task.typers)
 
 
 def _triage(
