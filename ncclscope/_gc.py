@@ -1,4 +1,4 @@
-"""The cyclic garbage collector, paused while a command or a bulk job runs."""
+"""The cyclic garbage collector, paused while a command (but ``bulk``) or a bulk job runs."""
 
 from __future__ import annotations
 

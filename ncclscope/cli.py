@@ -35,17 +35,26 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_ERROR)
 
 
-class _Group(click.Group):
-    """Runs a command with the garbage collector paused (ncclscope._gc), and turns our own
-    exceptions into one line on stderr and exit 2."""
+class _Command(click.Command):
+    """A command run with the cyclic garbage collector paused (ncclscope._gc)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         from ncclscope._gc import collector_paused
+
+        with collector_paused():
+            return super().invoke(ctx)
+
+
+class _Group(click.Group):
+    """Turns our own exceptions into one line on stderr and exit 2."""
+
+    command_class = _Command
+
+    def invoke(self, ctx: click.Context) -> Any:
         from ncclscope.errors import NcclscopeError
 
         try:
-            with collector_paused():
-                return super().invoke(ctx)
+            return super().invoke(ctx)
         except NcclscopeError as exc:
             fail(str(exc))
         except BrokenPipeError:
@@ -575,7 +584,9 @@ def export(
     click.echo(report.summary(dest))
 
 
-@main.command()
+# a plain command: its jobs pause the collector themselves (bulk.do_job), and this process only
+# hands them out, for hours over a big archive, with the pool's or Dask's objects
+@main.command(cls=click.Command)
 @dataset_options
 @click.option(
     "-j",

@@ -192,3 +192,23 @@ def test_a_bulk_job_runs_with_the_collector_paused(
     make_jobs(tmp_path / "logs", 2, ranks=2)
     bulk.run(bulk.plan_jobs(bulk.expand([str(tmp_path / "logs")]), bulk.Grouping()), tmp_path, 1)
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_the_bulk_command_hands_out_its_jobs_with_the_collector_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # unlike the other commands: its process may hand out jobs for hours (a pool's, Dask's
+    # objects), and each job pauses the collector itself
+    import gc
+
+    seen: list[bool] = []
+    run_jobs = bulk.run
+
+    def watched(*args: object, **kwargs: object) -> bulk.BulkReport:
+        seen.append(gc.isenabled())
+        return run_jobs(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulk, "run", watched)
+    make_jobs(tmp_path / "logs", 1, ranks=2)
+    code, _, _ = run("bulk", str(tmp_path / "logs"), "-o", str(tmp_path / "ds"), "-j", "1")
+    assert code == 0 and seen == [True]
