@@ -515,7 +515,8 @@ def do_job(task: JobTask, progress: Progress | None = None) -> JobResult:
     hashes = task.hashes if task.hashes is not None else job_hashes(task.plan)
     if task.prior is not None and is_known(task.plan, hashes, task.prior):
         return skipped(task.plan)
-    # a worker process runs no command of the CLI's, which pauses the collector for its own
+    # the bulk command leaves the collector running in the process that hands out the jobs,
+    # and a worker process runs no command: each job pauses it for itself
     with collector_paused():
         return export_job(task.plan, task.out, _worker_parser(), hashes, progress, task.typers)
 
