@@ -1015,3 +1015,19 @@ def test_steps_run_on_the_callers_thread_after_the_segments_before_them() -> Non
         taken.append(seg.source)
     assert taken == ["a.log", "b.log", "c.log"]
     assert seen == [(1, True), (2, True), (3, True)]
+
+
+def test_a_collective_value_past_a_64_bit_int_leaves_its_batch_to_records() -> None:
+    """A hex value comes unsigned: an opCount over 2**63 does not fit a frame's int column, so
+    its batch's collective calls are built as records (which hold any int), as Lark builds
+    them."""
+    line = (
+        "h:1:1 [0] NCCL INFO AllReduce: opCount {op} sendbuff 0x1 recvbuff 0x2 count 8 "
+        "datatype 7 op 0 root 0 comm 0x55d0 [nranks=2] stream 0x3\n"
+    )
+    ops = [f"{n:x}" for n in range(40)] + ["ffffffffffffffff"]
+    data = "".join(line.format(op=op) for op in ops).encode()
+    _same(data)
+    batches, _facts = _batches(data, "columnar")
+    calls = [r for b in batches for r in b if r.KIND == "coll_call"]
+    assert calls[-1].op_count_hex == 2**64 - 1  # type: ignore[attr-defined]
