@@ -640,7 +640,9 @@ class MessageMemo:
                 table = table.replace_column(at, rows.gather(table.get_column("row")))
                 tables.setdefault(kind, []).append(table)
         kept = known.filter(pl.col("kind").is_not_null()).sort("row")
-        for (kind,), part in kept.partition_by("kind", as_dict=True).items():
+        # without the key in the parts: with it, polars reads each part's key with a query
+        parts = kept.partition_by("kind", as_dict=True, include_key=False)
+        for (kind,), part in parts.items():
             held = self.store[str(kind)][part.get_column("slot")]
             tables.setdefault(str(kind), []).append(held.insert_column(0, part.get_column("row")))
         # A kind's kept rows alone are in the batch's order already (sorted once above, and cut
