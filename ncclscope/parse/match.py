@@ -641,8 +641,8 @@ class MessageMemo:
                 tables.setdefault(kind, []).append(table)
         kept = known.filter(pl.col("kind").is_not_null()).sort("row")
         # without the key in the parts: with it, polars reads each part's key with a query
-        parts = kept.partition_by("kind", as_dict=True, include_key=False)
-        for (kind,), part in parts.items():
+        kept_by_kind = kept.partition_by("kind", as_dict=True, include_key=False)
+        for (kind,), part in kept_by_kind.items():
             held = self.store[str(kind)][part.get_column("slot")]
             tables.setdefault(str(kind), []).append(held.insert_column(0, part.get_column("row")))
         # A kind's kept rows alone are in the batch's order already (sorted once above, and cut
