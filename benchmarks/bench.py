@@ -392,8 +392,8 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         ("LARK_PACK_LINES", "LineParser.by_patterns"),
         "the default engine reads a run's first pack with Lark alone when it holds fewer than "
         "2,048 lines (a short log's only pack): the patterns' cost there is mostly a polars "
-        "query per pattern met, each compiling its "
-        "regex, ~0.24 s for the 1,000-line log's 231 queries. Every real fixture (82 logs of "
+        "query per pattern met, each compiling its regex, ~0.24 s for the 1,000-line log's "
+        "231 queries. Every real fixture (82 logs of "
         "18-3,143 lines) is read faster so, 5.7 -> 1.0 s in all (in one process, warm); the "
         "1,000-line log's diagnose 1.45-1.74 -> 1.07-1.28 s (four alternating runs)",
     ),
@@ -543,8 +543,8 @@ KEPT_FOR_SPEED: list[tuple[str, tuple[str, ...], str]] = [
         "every command (but `bulk`, which hands out jobs), and each bulk job, runs with the "
         "cyclic garbage collector paused: a big log's model is hundreds of thousands of acyclic "
         "records, and each full pass walked them all (on the 100 MB init-heavy log 1.85 of "
-        "diagnose's 10.3 s, 25 objects found). "
-        "Diagnose of that log 9.23 -> 7.76 s, of the 4,096-GPU bigjob log 4.91 -> 4.48 s, of "
+        "diagnose's 10.3 s, 25 objects found). Diagnose of that log 9.23 -> 7.76 s, of the "
+        "4,096-GPU bigjob log 4.91 -> 4.48 s, of "
         "the 1,000-line log 1.06 -> 0.87 s; export of the init-heavy log 16.1 -> 11.9 s, of the "
         "COLL-heavy log 3.74 -> 3.48 s; 1 GB of the init-heavy log 98.6 -> 85.5 s (medians of "
         "three alternating runs, two for export, one at 1 GB); peak RSS -5 to +17 MiB",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import sys
 from collections.abc import Iterator
@@ -48,6 +49,20 @@ def columnar_engine() -> contextlib.AbstractContextManager[None]:
     """The patterns type every pack, however small (the default engine reads a short log with
     Lark alone): for tests of the columnar pipeline's own workings on small logs."""
     return engine_setting("columnar")
+
+
+def collector_states(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[bool]:
+    """Whether the cyclic garbage collector was running at each call of ``owner.name`` from
+    now on (ncclscope._gc)."""
+    seen: list[bool] = []
+    inner = getattr(owner, name)
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, watched)
+    return seen
 
 
 def trace_samples() -> list[Path]:

@@ -4,6 +4,7 @@ read as streams; records stream to Parquet in row groups."""
 
 from __future__ import annotations
 
+import gc
 import io
 import shutil
 import tarfile
@@ -20,6 +21,7 @@ from ncclscope.cli import main
 from ncclscope.export import bulk, writer
 from ncclscope.export.schemas import TABLES
 from tests.conftest import BulkRun
+from tests.helpers import collector_states
 
 NRANKS = 20
 
@@ -179,16 +181,7 @@ def test_a_bulk_job_runs_with_the_collector_paused(
 ) -> None:
     # a worker process runs no CLI command: the job pauses the collector itself, and gives it
     # back
-    import gc
-
-    seen: list[bool] = []
-    export_job = bulk.export_job
-
-    def watched(*args: object, **kwargs: object) -> bulk.JobResult:
-        seen.append(gc.isenabled())
-        return export_job(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(bulk, "export_job", watched)
+    seen = collector_states(monkeypatch, bulk, "export_job")
     make_jobs(tmp_path / "logs", 2, ranks=2)
     bulk.run(bulk.plan_jobs(bulk.expand([str(tmp_path / "logs")]), bulk.Grouping()), tmp_path, 1)
     assert seen == [False, False] and gc.isenabled()
@@ -199,16 +192,7 @@ def test_the_bulk_command_hands_out_its_jobs_with_the_collector_running(
 ) -> None:
     # unlike the other commands: its process may hand out jobs for hours (a pool's, Dask's
     # objects), and each job pauses the collector itself
-    import gc
-
-    seen: list[bool] = []
-    run_jobs = bulk.run
-
-    def watched(*args: object, **kwargs: object) -> bulk.BulkReport:
-        seen.append(gc.isenabled())
-        return run_jobs(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(bulk, "run", watched)
+    seen = collector_states(monkeypatch, bulk, "run")
     make_jobs(tmp_path / "logs", 1, ranks=2)
     code, _, _ = run("bulk", str(tmp_path / "logs"), "-o", str(tmp_path / "ds"), "-j", "1")
     assert code == 0 and seen == [True]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from ncclscope.cli import main
-from tests.helpers import GOLDEN, REAL
+from tests.helpers import GOLDEN, REAL, collector_states
 
 EXAMPLE = REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log"
 HEALTHY = REAL / "059-vllm-multiproc-worker-prefix.log"
@@ -210,18 +211,9 @@ def test_parse_table_is_one_aligned_line_per_record(monkeypatch: Any) -> None:
 
 
 def test_a_command_runs_with_the_collector_paused_and_gives_it_back(monkeypatch: Any) -> None:
-    import gc
-
     import ncclscope.api as api
 
-    seen: list[bool] = []
-    build = api.build
-
-    def watched(*args: Any, **kwargs: Any) -> Any:
-        seen.append(gc.isenabled())
-        return build(*args, **kwargs)
-
-    monkeypatch.setattr(api, "build", watched)
+    seen = collector_states(monkeypatch, api, "build")
     assert gc.isenabled()
     code, _, _ = run("diagnose", "--format", "json", str(HEALTHY))
     assert code == 0 and seen == [False]

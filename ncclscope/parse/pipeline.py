@@ -1496,8 +1496,8 @@ def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
         return None
     specs = field_specs(cls)
     columns: list[pl.Expr] = []
-    #: the nulls of each int field cast to the record's column, counted in one query below
-    casts: list[tuple[str, pl.Expr]] = []
+    #: the int fields cast to the record's column, their nulls counted in one query below
+    casts: list[str] = []
     for name in own_fields(cls):
         is_tuple, coerce = specs[name]
         dtype = _FRAME_TYPES.get(coerce)
@@ -1531,7 +1531,7 @@ def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
             # hex values come unsigned (a commId needs 64 bits): one that does not fit the
             # record's int column leaves the rows to records, which hold any int
             column = pl.col(name).cast(pl.Int64, strict=False)
-            casts.append((name, column.null_count().alias(name)))
+            casts.append(name)
         elif have == dtype:
             column = pl.col(name)
         else:
@@ -1540,9 +1540,8 @@ def _frame(cls: type[Record], rows: pl.DataFrame) -> KindFrame | None:
         columns.append(column.fill_null(default).alias(name) if default is not None else column)
     if casts:
         # a value that does not fit the record's int column is a null more
-        nulls = rows.select(expr for _name, expr in casts).row(0)
-        printed = [rows.get_column(name).null_count() for name, _expr in casts]
-        if list(nulls) != printed:
+        nulls = rows.select(pl.col(casts).cast(pl.Int64, strict=False).null_count()).row(0)
+        if list(nulls) != [rows.get_column(name).null_count() for name in casts]:
             return None
     return KindFrame(cls, rows.select("src", "line", "text", "level", *ENVELOPE, *columns))
 

@@ -748,11 +748,10 @@ def _whole_lines(region: bytes, cap: int) -> tuple[pl.Series, int] | None:
 
     A big region is cut into lines by polars, as an Arrow column: decoding and splitting it in
     Python makes a string per line, and a list of them (a 1 MiB chunk of the init-heavy log:
-    2.7 against 3.5 ms). A small one (a per-rank log's, whose
-    files are tens of KB) is split in Python: each polars operation costs ~0.1 ms however
-    small its input, five of them ~0.4 ms a region, against ~0.02 ms for 16 KB in Python; at
-    256 KiB the two cost about the same (0.5-0.8 ms). The 4,096-file per-rank bigjob folder
-    spent ~1.6 s in polars here."""
+    2.7 against 3.5 ms). A small one (a per-rank log's, whose files are tens of KB) is split
+    in Python: each polars operation costs ~0.1 ms however small its input, five of them
+    ~0.4 ms a region, against ~0.02 ms for 16 KB in Python; at 256 KiB the two cost about the
+    same (0.5-0.8 ms). The 4,096-file per-rank bigjob folder spent ~1.6 s in polars here."""
     if len(region) < _SPLIT_IN_PYTHON and len(region) <= cap:
         return _split_small(region)
     try:
