@@ -8,6 +8,7 @@ benchmark's.
 from __future__ import annotations
 
 import re
+from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,17 @@ from click.testing import CliRunner
 from ncclscope import api
 from ncclscope.cli import main
 from ncclscope.engine import Diagnosis, fold_alike
-from ncclscope.model.hostgraph import HostBox, HostGraph, HostLink, build_host_graph, faulty_hosts
+from ncclscope.model.connections import connections, transport_class
+from ncclscope.model.enums import Transport
+from ncclscope.model.hostgraph import (
+    HostBox,
+    HostGraph,
+    HostLink,
+    _place,
+    build_host_graph,
+    faulty_hosts,
+)
+from ncclscope.model.job import Job
 from ncclscope.model.records.init import InitTimings
 from ncclscope.model.records.topology import Connection, RingOrder
 from ncclscope.model.views import views
@@ -29,7 +40,7 @@ from ncclscope.report.topo_mermaid import (
     render_hosts_mermaid,
 )
 from ncclscope.rules.base import Category, Evidence, Finding, Severity
-from tests.helpers import REAL, bigjob
+from tests.helpers import REAL, bigjob, real_logs
 
 NODES = 16
 
@@ -100,7 +111,7 @@ def test_connection_lines_resolve_in_their_communicator(healthy: Diagnosis) -> N
         assert comm.nranks in (NODES, NODES * 8)
         assert v.crosses_nodes(conn) is (comm.nranks == NODES)
     # every connection line is placed, and no P2P line crosses nodes
-    assert None not in v.connections_by_comm
+    assert v.placed.get_column("comm").null_count() == 0
     for conn in healthy.job.of(Connection):
         if conn.transport_detail.startswith("P2P"):
             assert v.crosses_nodes(conn) is False
@@ -212,6 +223,66 @@ def test_host_picture_folds_healthy_hosts_and_marks_faulty(faulty: Diagnosis) ->
     assert socket_links and all("SOCK" in link.label for link in socket_links)
     ib = [link for link in graph.links if not link.anomaly]
     assert ib and all("IB+GDR" in link.label and "rails" in link.label for link in ib)
+
+
+def _placed_one_by_one(
+    job: Job, index: dict[str, int]
+) -> tuple[dict[int, Counter[str]], dict[tuple[int, int], HostLink], dict[int, set[str]]]:
+    """What the host picture counts, read a connection record at a time: each placed in its
+    communicator (``comm_of``), its ranks' hosts there (``hosts_in``)."""
+    v = views(job)
+    inside: dict[int, Counter[str]] = defaultdict(Counter)
+    pairs: dict[tuple[int, int], HostLink] = {}
+    why: dict[int, set[str]] = defaultdict(set)
+    for conn in connections(job).records():
+        where = v.hosts_in(v.comm_of(conn))
+        ha = where.get(conn.from_rank)
+        hb = where.get(conn.to_rank) if conn.to_rank is not None else None
+        if ha not in index or hb not in index:
+            continue
+        a, b, lines = index[ha], index[hb], len(conn.printed_lines)
+        net = conn.transport is Transport.NET
+        if a == b:
+            inside[a][transport_class(conn)] += lines
+            if net:
+                why[a].add("network inside the node")
+            continue
+        link = pairs.setdefault((min(a, b), max(a, b)), HostLink(min(a, b), max(a, b)))
+        link.transports[transport_class(conn)] += lines
+        if net and conn.net_dev is not None:
+            link.rails.add(conn.net_dev)
+        if conn.net_name == "Socket":
+            link.anomaly = "sockets between nodes"
+            if conn.host in index:
+                why[index[conn.host]].add("sockets to other nodes")
+    return inside, pairs, why
+
+
+@pytest.mark.parametrize(
+    "log",
+    ["faulty", *(str(p.relative_to(REAL)) for p in real_logs())],
+)
+def test_host_picture_counts_what_each_connection_record_says(log: str, faulty_log: Path) -> None:
+    """The picture's counts come from group-bys on the connection table (hostgraph._place):
+    the same counts, in the same order (a Counter's ties are drawn in the order its keys
+    came), as placing every connection record one at a time."""
+    job = api.build([faulty_log if log == "faulty" else REAL / log])[0]
+    index = {h: i for i, h in enumerate(sorted(job.hosts))}
+    inside: dict[int, Counter[str]] = defaultdict(Counter)
+    pairs: dict[tuple[int, int], HostLink] = {}
+    why: dict[int, set[str]] = defaultdict(set)
+    _place(views(job).placed, index, inside, pairs, why)
+    want_inside, want_pairs, want_why = _placed_one_by_one(job, index)
+    assert {a: list(c.items()) for a, c in inside.items()} == {
+        a: list(c.items()) for a, c in want_inside.items()
+    }
+    assert list(pairs) == list(want_pairs)
+    assert [(list(x.transports.items()), x.rails, x.anomaly) for x in pairs.values()] == [
+        (list(x.transports.items()), x.rails, x.anomaly) for x in want_pairs.values()
+    ]
+    assert dict(why) == dict(want_why)
+    if log == "faulty":
+        assert any(link.anomaly for link in pairs.values()) and any(x.rails for x in pairs.values())
 
 
 def test_host_picture_renders_small(faulty_log: Path) -> None:

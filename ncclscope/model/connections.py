@@ -45,6 +45,7 @@ _TRANSPORT_COLUMNS: dict[str, Any] = {
     "transport_class": pl.String,
     "p2p_mode": pl.String,
     "net_name": pl.String,
+    "net_dev": pl.Int64,
     "gdr": pl.Boolean,
 }
 
@@ -92,6 +93,7 @@ def _transport_values(rec: Connection) -> tuple[Any, ...]:
         transport_class(rec),
         rec.p2p_mode,
         rec.net_name,
+        rec.net_dev,
         rec.gdr,
     )
 

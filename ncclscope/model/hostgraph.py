@@ -17,10 +17,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ncclscope.model.connections import transport_class
+import polars as pl
+
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
-from ncclscope.model.records.topology import Connection
 from ncclscope.model.views import views
 
 #: hosts past which the pictures draw hosts rather than ranks (unless asked for ranks)
@@ -174,10 +174,7 @@ def build_host_graph(job: Job, faulty: Mapping[str, Collection[str]] | None = No
     for h, reasons in (faulty or {}).items():
         if h in index:
             why[index[h]].update(reasons)
-    for key, conns in v.connections_by_comm.items():
-        where = v.hosts_in(key)
-        for conn in conns:
-            _place(conn, where, index, inside, pairs, why)
+    _place(v.placed, index, inside, pairs, why)
     boxes: list[HostBox] = []
     box_of: dict[int, int] = {}
     prev_sig: tuple[frozenset[str], int, tuple[str, ...]] | None = None
@@ -220,32 +217,63 @@ def build_host_graph(job: Job, faulty: Mapping[str, Collection[str]] | None = No
 
 
 def _place(
-    conn: Connection,
-    where: dict[int, str],
+    placed: pl.DataFrame,
     index: dict[str, int],
     inside: dict[int, Counter[str]],
     pairs: dict[tuple[int, int], HostLink],
     why: dict[int, set[str]],
 ) -> None:
-    if conn.to_rank is None:
-        return
-    ha, hb = where.get(conn.from_rank), where.get(conn.to_rank)
-    if ha is None or hb is None or ha not in index or hb not in index:
-        return
-    a, b = index[ha], index[hb]
-    cls = transport_class(conn)
-    if a == b:
-        inside[a][cls] += len(conn.printed_lines)
-        if conn.transport is Transport.NET:
+    """Count the connection lines of the job (``JobViews.placed``: each connection with the
+    hosts of its ranks in its communicator) inside each host and between each pair.
+
+    Summed per (host or pair, transport) by group-bys on the table, never a record per
+    connection (the 4,096-GPU bigjob log's 60k connections took 0.77 s to build as records).
+    The counts are added in the table's order (the inputs', then the lines'), as a walk over
+    its connections would: a Counter's ties are drawn in the order its keys came."""
+    hosts = pl.Series([*index], dtype=pl.String)
+    code = pl.Series([*index.values()], dtype=pl.Int64)
+
+    def host_code(column: str) -> pl.Expr:
+        return pl.col(column).replace_strict(hosts, code, default=None, return_dtype=pl.Int64)
+
+    rows = (
+        placed.filter(pl.col("to_rank").is_not_null())
+        .with_columns(
+            host_code("from_host").alias("_a"),
+            host_code("to_host").alias("_b"),
+            host_code("host").alias("_printer"),
+        )
+        .filter(pl.col("_a").is_not_null() & pl.col("_b").is_not_null())
+    )
+    net = pl.col("transport").eq(Transport.NET.value).fill_null(False)
+    within = rows.filter(pl.col("_a") == pl.col("_b"))
+    for a, cls, lines, over_net in (
+        within.group_by("_a", "transport_class", maintain_order=True)
+        .agg(pl.col("lines").sum(), net.any())
+        .iter_rows()
+    ):
+        inside[a][cls] += lines
+        if over_net:
             why[a].add("network inside the node")
-        return
-    key = (min(a, b), max(a, b))
-    link = pairs.setdefault(key, HostLink(*key))
-    link.transports[cls] += len(conn.printed_lines)
-    if conn.transport is Transport.NET and conn.net_dev is not None:
-        link.rails.add(conn.net_dev)
-    if conn.net_name == "Socket":
-        link.anomaly = "sockets between nodes"
-        # the host that printed it chose sockets; its peer may well be on IB
-        if conn.host in index:
-            why[index[conn.host]].add("sockets to other nodes")
+    across = rows.filter(pl.col("_a") != pl.col("_b")).with_columns(
+        pl.min_horizontal("_a", "_b").alias("_lo"), pl.max_horizontal("_a", "_b").alias("_hi")
+    )
+    for lo, hi, cls, lines in (
+        across.group_by("_lo", "_hi", "transport_class", maintain_order=True)
+        .agg(pl.col("lines").sum())
+        .iter_rows()
+    ):
+        pairs.setdefault((lo, hi), HostLink(lo, hi)).transports[cls] += lines
+    for lo, hi, rails in (
+        across.filter(net & pl.col("net_dev").is_not_null())
+        .group_by("_lo", "_hi")
+        .agg(pl.col("net_dev").unique())
+        .iter_rows()
+    ):
+        pairs[(lo, hi)].rails.update(rails)
+    sockets = across.filter(pl.col("net_name").eq("Socket").fill_null(False))
+    for lo, hi in sockets.select("_lo", "_hi").unique().iter_rows():
+        pairs[(lo, hi)].anomaly = "sockets between nodes"
+    # the host that printed it chose sockets; its peer may well be on IB
+    for (printer,) in sockets.select("_printer").drop_nulls().unique().iter_rows():
+        why[printer].add("sockets to other nodes")

@@ -239,8 +239,7 @@ class JobViews:
     #: crosses_nodes per connection record (by identity: the job holds every record it was
     #: asked about, and a record's own hash would walk all its fields)
     _crossing: dict[int, bool | None] = field(default_factory=dict, init=False, repr=False)
-    #: comm_of per connection record, by identity: ``connections_by_comm`` and
-    #: ``crosses_nodes`` both place every connection of a big job, and placing one is a search
+    #: comm_of per connection record, by identity: placing one is a search
     _conn_comm: dict[int, CommKey | None] = field(default_factory=dict, init=False, repr=False)
 
     @property
@@ -407,16 +406,6 @@ class JobViews:
             cached = {} if comm is None else {r: ri.host for r, ri in comm.ranks.items() if ri.host}
             self._host_maps[key] = cached
         return cached
-
-    @cached_property
-    def connections_by_comm(self) -> dict[CommKey | None, list[Connection]]:
-        """Connection lines by the communicator they belong to (None: not placed): every
-        connection built as a record (a picture's question; a rule asks ``placed``)."""
-        out: dict[CommKey | None, list[Connection]] = defaultdict(list)
-        places = self.placed.get_column("comm").to_list()
-        for conn, key in zip(connections(self.job).records(), places, strict=True):
-            out[key].append(conn)
-        return dict(out)
 
     @cached_property
     def placed(self) -> pl.DataFrame:
