@@ -1,3 +1,3 @@
-from ncclscope.cli import main
+from ncclscope.cli import run
 
-main()
+run()

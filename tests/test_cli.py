@@ -5,8 +5,9 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, cast
 
 from click.testing import CliRunner
 
@@ -227,3 +228,92 @@ def test_a_command_runs_with_the_collector_paused_and_gives_it_back(monkeypatch:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# -- the command line's end (cli.run) ------------------------------------------------------------
+
+
+class _Ended(Exception):
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+def _run_line(monkeypatch: Any, *args: str) -> tuple[str, int | None]:
+    """``cli.run`` in this process, ``os._exit`` caught: how it ended (``"fast"`` with the
+    status given to ``os._exit``, or ``"exit"`` with SystemExit's code)."""
+    import ncclscope.cli as cli
+
+    def ended(status: int) -> NoReturn:
+        raise _Ended(status)
+
+    monkeypatch.setattr(cli, "_ends_fast", False)
+    monkeypatch.setattr(cli.os, "_exit", ended)
+    monkeypatch.setattr(sys, "argv", ["ncclscope", *args])
+    try:
+        cli.run()
+    except _Ended as fast:
+        return "fast", fast.status
+    except SystemExit as done:
+        return "exit", cast(int | None, done.code)
+    raise AssertionError("run() returned")
+
+
+def test_a_command_line_ends_without_the_teardown_its_output_flushed(
+    monkeypatch: Any, capfd: Any
+) -> None:
+    # the status is the command's, and what it printed is out before the process ends
+    assert _run_line(monkeypatch, "diagnose", "--format", "json", str(HEALTHY)) == ("fast", 0)
+    out = capfd.readouterr().out
+    assert (
+        json.loads(out)["findings"]
+        == json.loads(run("diagnose", "--format", "json", str(HEALTHY))[1])["findings"]
+    )
+    assert _run_line(monkeypatch, "diagnose", "--fail-on", "info", str(EXAMPLE)) == ("fast", 1)
+    assert _run_line(monkeypatch, "diagnose", "/nonexistent/job.err") == ("fast", 2)
+    assert "no such file" in capfd.readouterr().err
+    # no command ran (help, a usage error before one): the usual exit
+    assert _run_line(monkeypatch, "--help") == ("exit", 0)
+    assert _run_line(monkeypatch, "no-such-command")[0] == "exit"
+
+
+def test_bulk_ends_the_usual_way(tmp_path: Path, monkeypatch: Any) -> None:
+    # its pools and Dask clients wind down at the interpreter's exit
+    from tests.test_bulk import make_jobs
+
+    make_jobs(tmp_path / "logs", 1, ranks=2)
+    got = _run_line(
+        monkeypatch, "bulk", str(tmp_path / "logs"), "-o", str(tmp_path / "ds"), "-j", "1"
+    )
+    assert got == ("exit", 0)
+
+
+def test_the_command_line_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """``python -m ncclscope`` ends with os._exit: the same output and status as the command
+    run in this process, an export's files whole, and a reader that went away no error."""
+    import subprocess
+
+    import duckdb
+
+    def line(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ncclscope", *args], capture_output=True, text=True, check=False
+        )
+
+    got = line("diagnose", "--format", "json", "--fail-on", "warning", str(EXAMPLE))
+    code, out, _ = run("diagnose", "--format", "json", "--fail-on", "warning", str(EXAMPLE))
+    assert (got.returncode, got.stdout) == (code, out) and code == 1
+    done = line("export", str(EXAMPLE), "-o", str(tmp_path / "ds"))
+    assert done.returncode == 0, done.stderr
+    ((rows,),) = duckdb.sql(
+        f"select count(*) from '{tmp_path / 'ds'}/records/*.parquet'"
+    ).fetchall()
+    assert rows > 0
+    piped = subprocess.run(
+        f"'{sys.executable}' -m ncclscope parse '{EXAMPLE}' | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+        executable="/bin/bash",
+    )
+    assert len(piped.stdout) == 10 and "Traceback" not in piped.stderr
