@@ -44,6 +44,18 @@ def markdown_golden(log: Path) -> str:
     return text
 
 
+def text_golden(log: Path) -> str:
+    """The terminal report (``diagnose``'s default format), without colour."""
+    import io
+
+    from ncclscope.report.text import render_text
+
+    out = io.StringIO()
+    with contextlib.chdir(ROOT):
+        render_text(_diagnosis(log), out, color=False)
+    return out.getvalue()
+
+
 def _topo_golden(fmt: str) -> Callable[[Path], str]:
     """The ``ncclscope topo --format FMT`` picture of one fixture."""
 
@@ -63,6 +75,7 @@ def _topo_golden(fmt: str) -> Callable[[Path], str]:
 def register_all(register: Callable[[str, str, Callable[[Path], str]], None]) -> None:
     register("findings", ".json", findings_golden)
     register("markdown", ".md", markdown_golden)
+    register("text", ".txt", text_golden)
     register("topo/text", ".txt", _topo_golden("text"))
     register("topo/mermaid", ".mmd", _topo_golden("mermaid"))
     register("topo/dot", ".dot", _topo_golden("dot"))
