@@ -308,7 +308,7 @@ def among(column: str, values: Iterable[Any], dtype: Any = pl.String) -> pl.Expr
 
 #: a connection over the network
 NET = pl.col("transport").eq("NET").fill_null(False)
-#: a connection over the socket transport (``_is_socket_conn`` of the rules)
+#: a connection over the socket transport
 SOCKET = NET & pl.col("net_name").str.to_lowercase().eq("socket").fill_null(False)
 
 

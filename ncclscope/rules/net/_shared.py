@@ -11,7 +11,6 @@ from typing import cast
 import polars as pl
 
 from ncclscope.model.connections import SOCKET, connections
-from ncclscope.model.enums import Transport
 from ncclscope.model.fabric import Fabric, fabric_of_hosts, host_fabrics
 from ncclscope.model.job import Job
 from ncclscope.model.records.base import Record
@@ -30,10 +29,6 @@ from ncclscope.model.records.net import (
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
 from ncclscope.model.views import views
-
-
-def _is_socket_conn(conn: Connection) -> bool:
-    return conn.transport is Transport.NET and (conn.net_name or "").lower() == "socket"
 
 
 def _first_per_host(records: Iterable[Record], limit: int = 2) -> list[Record]:
