@@ -466,10 +466,20 @@ class JobViews:
             )
         )
         comm = checked.select(pl.when(admits).then(pl.col("_init"))).to_series().to_list()
-        # rows naming a rank that no Init in progress places where it fits: comm_of's search
-        searched = checked.select(
-            pl.col("_i").filter(pl.col("to_rank").is_not_null() & ~admits.fill_null(False))
-        ).to_series()
+        # rows naming a rank that no Init in progress places where it fits: comm_of's search,
+        # among the ranks the row's process holds (a process that holds none places none: the
+        # 100 MB init-heavy log's 45k rows of processes that printed no Init line)
+        searched = (
+            checked.filter(pl.col("to_rank").is_not_null() & ~admits.fill_null(False))
+            .join(
+                ranks.select("host", "pid").unique(),
+                on=["host", "pid"],
+                how="semi",
+                nulls_equal=True,
+                maintain_order="left",
+            )
+            .get_column("_i")
+        )
         if searched.len():
             for at, conn in zip(searched.to_list(), ends_of(table[searched]), strict=True):
                 comm[at] = self.comm_of(conn)
