@@ -110,6 +110,8 @@ def run() -> NoReturn:
     are closed and its threads joined before it returns. ``bulk``, whose process pools and
     Dask clients wind down at exit, ends the usual way, as ``main`` does called from
     Python."""
+    global _ends_fast
+    _ends_fast = False
     try:
         main()
         status: Any = 0
