@@ -52,10 +52,10 @@ GROWTH = 4
 #: quadratic GROWTH**2
 MAX_RATIO = 2 * GROWTH
 REPEATS = 2
-#: seconds slept before each measure of a ratio: one measure, then again over the bound. A busy spell
-#: of the machine outlasts a measure: CI once saw every class of two forms in a row grow 8-10x (all
-#: three tries then taken back to back), the forms before and after them ~3x, and the same tree
-#: passed on the next run; a spell is waited out, a quadratic path is over the bound every time
+#: seconds slept before each measure of a ratio (the next is taken only while it is over the
+#: bound). A busy spell of the machine outlasts a measure: CI once saw every class of two forms in
+#: a row grow 8-10x (three tries, back to back), the forms before and after them ~3x, and the same
+#: tree passed in a clean clone here; a spell is waited out, a quadratic path stays over the bound
 PAUSES = (0.0, 0.0, 0.5, 2.0)
 #: the grammar's own costs: no line given up for its token length
 UNCAPPED = Limits(max_token_chars=1 << 30)
