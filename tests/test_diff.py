@@ -9,14 +9,21 @@ Cori over TCP in a container), and the outlier host is made the way the issue al
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from ncclscope import api
 from ncclscope.cli import main
-from tests.helpers import REAL
+from ncclscope.model.connections import connections, transport_class
+from ncclscope.model.enums import Transport
+from ncclscope.model.job import Job
+from ncclscope.model.profile import INTER, INTRA, UNPLACED, Profile, host_profiles, profile
+from ncclscope.model.views import views
+from tests.helpers import CASES, REAL, real_logs
 
 GOOD = REAL / "long" / "L06-jeanzay-a100-omnipath-4node-2.10.log"
 BAD = REAL / "long" / "L05-cori-shifter-no-ib-socket-2.5.log"
@@ -191,3 +198,83 @@ def test_outliers_of_some_facts_are_those_facts_outliers(tmp_path: Path) -> None
         for some in (("network", "net plugin", "fabric"), ("setting", "channels"), ("init time",)):
             assert outliers(job, facts=some) == [o for o in every if o.fact in some], some
     assert {"network", "net plugin", "fabric", "setting", "channels", "init time"} <= seen
+
+
+def _transports_one_by_one(
+    job: Job, host: str | None
+) -> tuple[dict[str, Counter[str]], dict[str, tuple[str, int]]]:
+    """A profile's transports read a connection record at a time: its peer class from its
+    transport and ``crosses_nodes``, its lines counted, the first of each class kept."""
+    v = views(job)
+    counts: dict[str, Counter[str]] = {}
+    first: dict[str, tuple[str, int]] = {}
+    for conn in connections(job).records():
+        if host is not None and conn.host != host:
+            continue
+        crosses = v.crosses_nodes(conn)
+        if conn.transport in (Transport.P2P, Transport.SHM, Transport.NVLS) or crosses is False:
+            peer = INTRA
+        elif crosses is None and conn.transport is not Transport.NET:
+            peer = UNPLACED
+        else:
+            peer = INTER
+        first.setdefault(peer, (conn.source, conn.line))
+        counts.setdefault(peer, Counter())[transport_class(conn)] += len(conn.printed_lines)
+    return counts, first
+
+
+@pytest.mark.parametrize("log", [str(p.relative_to(REAL)) for p in real_logs()])
+def test_profile_transports_are_what_each_connection_record_says(log: str) -> None:
+    """A profile's transports (the job's, and each host's) come from group-bys on the
+    connection table: the counts, their order and each class's first connection as placing
+    every record one at a time gives them."""
+    job = api.build([REAL / log])[0]
+
+    def got(p: Profile) -> tuple[list[Any], dict[str, tuple[str, int]]]:
+        evidence = {
+            k.partition(":")[2]: (r.source, r.line)
+            for k, r in p.evidence.items()
+            if k.startswith("transports:")
+        }
+        return [(peer, list(c.items())) for peer, c in p.transports.items()], evidence
+
+    def want(host: str | None) -> tuple[list[Any], dict[str, tuple[str, int]]]:
+        counts, first = _transports_one_by_one(job, host)
+        return [(peer, list(c.items())) for peer, c in counts.items()], first
+
+    assert got(profile(job, "job")) == want(None)
+    for host, p in host_profiles(job).items():
+        assert got(p) == want(host), host
+
+
+def test_profile_transports_of_the_rule_cases(tmp_path: Path) -> None:
+    """The same, on every rule case's log (tests/cases/rules): the shapes the fixtures lack,
+    NET between ranks of one host among them (P2P006)."""
+    import yaml
+
+    cases = [
+        (f"{path.stem}: {case['name']}", case["log"])
+        for path in sorted((CASES / "rules").glob("*.yaml"))
+        for case in yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+        if "log" in case
+    ]
+    assert len(cases) > 100
+    intra_net = 0
+    for k, (name, text) in enumerate(cases):
+        log = tmp_path / f"{k}.log"
+        log.write_text(text, encoding="utf-8")
+        job = api.build([log])[0]
+        for host in (None, *job.hosts):
+            p = profile(job, "job") if host is None else host_profiles(job)[host]
+            counts, first = _transports_one_by_one(job, host)
+            assert {peer: list(c.items()) for peer, c in p.transports.items()} == {
+                peer: list(c.items()) for peer, c in counts.items()
+            }, name
+            assert {
+                k.partition(":")[2]: (r.source, r.line)
+                for k, r in p.evidence.items()
+                if k.startswith("transports:")
+            } == first, name
+        inside = profile(job, "job").transports.get(INTRA, Counter())
+        intra_net += any(cls.startswith("NET/") for cls in inside)
+    assert intra_net, "no rule case has NET inside a host"

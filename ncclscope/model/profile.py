@@ -13,8 +13,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
+
 from ncclscope.model.bandwidth import achieved
-from ncclscope.model.connections import transport_class
+from ncclscope.model.connections import connections
 from ncclscope.model.enums import Transport
 from ncclscope.model.fabric import host_fabrics
 from ncclscope.model.job import Job
@@ -88,6 +90,10 @@ def _driver(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
+#: lines per peer class and transport class, and the first connection of each peer class
+_Transports = tuple[dict[str, Counter[str]], dict[str, Connection]]
+
+
 class _HostRecords:
     """A job's records of some kinds by host, grouped once per kinds asked: a profile per host
     that filtered every list itself cost hosts x records (3 s on 8 MB of a 700-host log)."""
@@ -96,6 +102,7 @@ class _HostRecords:
         self.job = job
         self._by: dict[tuple[type[Record], ...], dict[str | None, list[Record]]] = {}
         self._last: dict[type[Record], dict[str | None, list[Record]]] = {}
+        self._transports: dict[bool, dict[str | None, _Transports]] = {}
         self.processes = Counter(h for h, _pid in job.processes)
 
     def last_of(self, host: str, kind: type[Record]) -> list[Record]:
@@ -106,6 +113,37 @@ class _HostRecords:
             for rec in self.job.summary(kind).last.values():
                 grouped[rec.host].append(rec)
         return grouped.get(host, [])
+
+    def transports(self, host: str | None) -> _Transports:
+        """The connections ``host`` printed (None: every host's): lines per peer class and
+        transport class, in the order they first came, and the first connection of each peer
+        class. Group-bys on the connection table (``JobViews.placed``), and those first
+        connections' records built together, for every host at once: never a record per
+        connection, nor a query per host."""
+        per_host = host is not None
+        grouped = self._transports.get(per_host)
+        if grouped is None:
+            grouped = self._transports[per_host] = {}
+            placed = views(self.job).placed.with_columns(_PEER.alias("_peer"))
+            keys = ["host"] if per_host else []
+            counts = (
+                placed.group_by(*keys, "_peer", "transport_class", maintain_order=True)
+                .agg(pl.col("lines").sum())
+                .iter_rows()
+            )
+            for *key, peer, cls, lines in counts:
+                at = grouped.setdefault(key[0] if per_host else None, ({}, {}))[0]
+                at.setdefault(peer, Counter())[cls] += lines
+            firsts = (
+                placed.group_by(*keys, "_peer", maintain_order=True)
+                .agg(pl.col("i").first())
+                .iter_rows()
+            )
+            wanted = [(key[0] if per_host else None, peer, i) for *key, peer, i in firsts]
+            built = connections(self.job).records_at([i for _h, _p, i in wanted])
+            for (h, peer, _i), conn in zip(wanted, built, strict=True):
+                grouped[h][1][peer] = conn
+        return grouped.get(host, ({}, {}))
 
     def of(self, host: str, *kinds: type[Record]) -> list[Record]:
         grouped = self._by.get(kinds)
@@ -211,17 +249,12 @@ def profile(
         keep("nics", ib)
     v = views(job)
     if want("transports"):
-        transports: dict[str, Counter[str]] = {}
-        conns = [c for c in records_of(Connection) if isinstance(c, Connection)]
-        for conn in conns:
-            peer = _peer_class(conn, v.crosses_nodes(conn))
-            counts = transports.get(peer)
-            if counts is None:
-                counts = transports[peer] = Counter()
-                keep(f"transports:{peer}", [conn])
-            counts[transport_class(conn)] += len(conn.printed_lines)
-        if transports:
-            facts["transports"] = transports
+        counted, first = (by_host or _HostRecords(job)).transports(host)
+        if counted:
+            # the profile's own: the counts are the index's, shared by its hosts' profiles
+            facts["transports"] = {peer: Counter(c) for peer, c in counted.items()}
+            for peer in counted:
+                keep(f"transports:{peer}", [first[peer]])
     if want("channels"):
         summaries = records_of(ChannelSummary)
         channels = {s.coll_channels for s in summaries if isinstance(s, ChannelSummary)}
@@ -277,17 +310,21 @@ def profile(
     return Profile(label, evidence=evidence, **facts)
 
 
-def _peer_class(conn: Connection, crosses: bool | None) -> str:
-    """P2P, SHM and NVLS never leave a node; NET does unless the model places both ranks on one
-    host (rank numbers are per communicator, so with several communicators the placement of a
-    NET peer can be wrong only towards 'inter-node', the class NET is chosen for)."""
-    if conn.transport in (Transport.P2P, Transport.SHM, Transport.NVLS):
-        return INTRA
-    if crosses is False:
-        return INTRA
-    if crosses is None and conn.transport is not Transport.NET:
-        return UNPLACED
-    return INTER
+#: a connection's peer class, as the table says it (``JobViews.placed``'s ``crosses``): P2P,
+#: SHM and NVLS never leave a node; NET does unless the model places both ranks on one host
+#: (rank numbers are per communicator, so with several communicators the placement of a NET
+#: peer can be wrong only towards 'inter-node', the class NET is chosen for)
+_PEER = (
+    pl.when(
+        pl.col("transport").is_in([Transport.P2P.value, Transport.SHM.value, Transport.NVLS.value])
+    )
+    .then(pl.lit(INTRA))
+    .when(pl.col("crosses").eq(False))
+    .then(pl.lit(INTRA))
+    .when(pl.col("crosses").is_null() & pl.col("transport").ne_missing(Transport.NET.value))
+    .then(pl.lit(UNPLACED))
+    .otherwise(pl.lit(INTER))
+)
 
 
 def host_profiles(job: Job, only: frozenset[str] | None = None) -> dict[str, Profile]:
