@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
+import polars as pl
+
 from ncclscope.model.connections import SOCKET, connections
 from ncclscope.model.job import Job
 from ncclscope.model.records.init import CommSummary
@@ -19,7 +21,7 @@ from ncclscope.model.records.net import (
 )
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import line_count, views
+from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import (
     _LOOPBACK,
@@ -65,30 +67,39 @@ def _check_socket_interfaces(job: Job) -> Iterator[Finding]:
                 bad[what].append((iface, rec))
     if not bad:
         return
-    used: list[tuple[Connection, NetInterface]] = []
-    for conn in connections(job).records(SOCKET):
-        if conn.net_dev is None:
-            continue
-        lst = by_proc.get((conn.host, conn.pid))
-        if lst is not None and conn.net_dev < len(lst.interfaces):
-            iface = lst.interfaces[conn.net_dev]
-            if classify(iface) is not None:
-                used.append((conn, iface))
+    # the socket connections by process and NIC index (the table's rows, not a record each: a
+    # big job on sockets has tens of thousands), each index looked up in its process's list
+    conns = connections(job)
+    used: list[tuple[str, str, int, list[int]]] = []  # (kind, NIC, lines, first two rows)
+    for host, pid, dev, lines, first in (
+        conns.table.filter(SOCKET & pl.col("net_dev").is_not_null())
+        .group_by("host", "pid", "net_dev")
+        .agg(pl.col("lines").sum(), pl.col("i").head(2))
+        .iter_rows()
+    ):
+        lst = by_proc.get((host, pid))
+        if lst is not None and dev < len(lst.interfaces):
+            iface = lst.interfaces[dev]
+            kind = classify(iface)
+            if kind is not None:
+                used.append((kind, f"NET/Socket/{dev}={iface.name}", lines, first))
     for what, items in sorted(bad.items()):
         names = sorted({i.name for i, _ in items})
         recs = [r for _, r in items]
         idle = all((r.host, r.pid) in chose_other for r in recs)
-        carried = [(c, i) for c, i in used if classify(i) == what]
+        carried = [u for u in used if u[0] == what]
         severity = Severity.INFO if idle else Severity.WARNING
         if what == _LOOPBACK and not multi and _lo_by_default(job):
             severity = Severity.INFO
         if carried or (what == _LOOPBACK and multi and not idle):
             severity = Severity.ERROR
         detail = ""
+        evidence: list[Connection] = []
         if carried:
-            devs = sorted({f"NET/Socket/{c.net_dev}={i.name}" for c, i in carried})
-            lines = line_count(c for c, _ in carried)
+            devs = sorted({nic for _k, nic, _n, _f in carried})
+            lines = sum(n for _k, _nic, n, _f in carried)
             detail = f" {lines} connection(s) use it ({', '.join(devs)})."
+            evidence = conns.records_at(sorted(i for *_rest, first in carried for i in first)[:2])
         elif idle:
             detail = " NCCL chose another network, so no data uses it now."
         elif what == _LOOPBACK and multi:
@@ -96,7 +107,7 @@ def _check_socket_interfaces(job: Job) -> Iterator[Finding]:
         yield RULE.finding(
             f"The socket transport lists {what} interface(s) {', '.join(names)} on "
             f"{len(_hosts(recs))} host(s) as NET devices.{detail}",
-            [*_first_per_host(recs, limit=2), *[c for c, _ in carried][:2]],
+            [*_first_per_host(recs, limit=2), *evidence],
             severity=severity,
             rank_of=view.rank_of,
         )
