@@ -67,7 +67,12 @@ def _listing(items: Iterable[str], limit: int = 4) -> str:
 
 def _where(recs: Sequence[Record]) -> str:
     """`` on host a`` / `` on 3 hosts (a, b, c)`` / empty when no host is known."""
-    hosts = sorted({r.host for r in recs if r.host})
+    return _on_hosts(r.host for r in recs)
+
+
+def _on_hosts(names: Iterable[str | None]) -> str:
+    """``_where`` of the records these hosts printed."""
+    hosts = sorted({h for h in names if h})
     if not hosts:
         return ""
     if len(hosts) == 1:

@@ -17,8 +17,8 @@ from ncclscope.model.records.net import (
     IbMergedDevice,
 )
 from ncclscope.model.records.topology import Connection
-from ncclscope.model.views import line_count, views
-from ncclscope.rules._failures import _listing, _spread, _where
+from ncclscope.model.views import views
+from ncclscope.rules._failures import _listing, _on_hosts, _spread, _where
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 
 
@@ -98,10 +98,9 @@ def _check_gdr_disabled(job: Job) -> Iterator[Finding]:
         for n in candidates.get_column("net_name").unique().to_list()
         if _verbs_net(n) or n in gdr_nets
     }
-    plain = connections(job).records(
-        pl.col("i").is_in(candidates.filter(among("net_name", verbs)).get_column("i").implode())
-    )
-    if not (hca_off or path_off or plain):
+    # table rows, in input order: a big job without GDR has tens of thousands, no record each
+    plain = candidates.filter(among("net_name", verbs))
+    if not (hca_off or path_off or plain.height):
         return
     parts: list[str] = []
     if hca_off:
@@ -119,13 +118,12 @@ def _check_gdr_disabled(job: Job) -> Iterator[Finding]:
             )
             pairs.append(f"GPU {r.gpu} / HCA {r.hca_name or r.hca} ({dist})")
         parts.append(f"GDR disabled for {_listing(pairs, 3)}{_where(path_off)}")
-    if plain:
-        nets = _listing(
-            {c.transport_detail.split("/")[1] for c in plain if "/" in c.transport_detail}
-        )
+    if plain.height:
+        details = plain.get_column("transport_detail").unique().to_list()
+        nets = _listing({d.split("/")[1] for d in details if "/" in d})
         parts.append(
-            f"{line_count(plain)} inter-node receive connection(s) over NET/{nets} without /GDRDMA"
-            f"{_where(plain)}"
+            f"{plain.get_column('lines').sum()} inter-node receive connection(s) over "
+            f"NET/{nets} without /GDRDMA{_on_hosts(plain.get_column('host').unique())}"
         )
     msg = "GPU Direct RDMA is not in use: " + "; ".join(parts) + "."
     devices = [
@@ -140,8 +138,20 @@ def _check_gdr_disabled(job: Job) -> Iterator[Finding]:
             "GDR there needs the CUDA-enabled hfi1 driver of the Omni-Path software stack."
         )
     evidence: list[Record] = [*_spread(hca_off, 2), *_spread(path_off, 2)]
-    evidence += _spread(plain, 5 - len(evidence))
+    evidence += connections(job).records_at(_spread_rows(plain, 5 - len(evidence)))
     yield RULE.finding(msg, evidence, rank_of=v.rank_of)
+
+
+def _spread_rows(rows: pl.DataFrame, limit: int) -> list[int]:
+    """``_spread`` of connection table rows (in input order), as their ``i``: the first row of
+    each host, then the next ones in order, ``limit`` at most."""
+    firsts = rows.unique("host", keep="first", maintain_order=True).get_column("i").to_list()
+    chosen = firsts[:limit]
+    if len(chosen) < limit:
+        taken = set(chosen)
+        later = rows.get_column("i").head(limit + len(chosen)).to_list()
+        chosen += [i for i in later if i not in taken][: limit - len(chosen)]
+    return chosen
 
 
 RULE = Rule(
