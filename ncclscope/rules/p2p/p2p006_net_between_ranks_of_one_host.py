@@ -3,7 +3,6 @@ documentation) and its metadata."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 
 import polars as pl
@@ -55,22 +54,20 @@ def _check_net_inside_host(job: Job) -> Iterator[Finding]:
     if all(n in env and env[n].value.strip() not in ("", "0") for n in _BOTH_OFF):
         return
     view = views(job)
-    inside: dict[str, list[Connection]] = defaultdict(list)
-    placed = view.placed.filter(NET & pl.col("crosses").not_().fill_null(False))
-    hosts = placed.get_column("from_host").fill_null("?").to_list()
-    for conn, host in zip(
-        connections(job).records(pl.col("i").is_in(placed.get_column("i").implode())),
-        hosts,
-        strict=True,
-    ):
-        inside[host].append(conn)
-    if not inside:
+    # table rows, never a record each: where it happens, every connection inside a node does
+    inside = view.placed.filter(NET & pl.col("crosses").not_().fill_null(False)).with_columns(
+        pl.col("from_host").fill_null("?")
+    )
+    if not inside.height:
         return
-    hosts = sorted(inside)
-    conns = [c for h in hosts for c in inside[h]]
-    evidence: list[Record] = [inside[h][0] for h in hosts[:3]]
+    # each host's first connection, the hosts in name order
+    firsts = inside.unique("from_host", keep="first", maintain_order=True).sort("from_host")
+    hosts = firsts.get_column("from_host").to_list()
+    evidence: list[Record] = [
+        *connections(job).records_at(firsts.get_column("i").head(3).to_list())
+    ]
     msg = (
-        f"{len(conns)} connection(s) between ranks of one host go through the network "
+        f"{inside.height} connection(s) between ranks of one host go through the network "
         f"({_listing(hosts)}): NCCL counted these ranks as different nodes, so NVLink, P2P and "
         "shared memory were never tried between them."
     )
