@@ -19,7 +19,7 @@ from ncclscope.model.records.topology import (
     Connection,
 )
 from ncclscope.model.records.version_env import EnvSetting
-from ncclscope.model.views import line_count, views
+from ncclscope.model.views import views
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.net._shared import _first_per_host, _hosts
 
@@ -78,14 +78,18 @@ def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
         or (r.name == "NCCL_ALGO" and "collnet" in r.value.lower())
     ]
     rank_of = views(job).rank_of
-    connected = connections(job).records(pl.col("transport").eq("COLLNET").fill_null(False))
+    # the CollNet connections' lines, and the first one's record: not a record each
+    collnet = pl.col("transport").eq("COLLNET").fill_null(False)
+    conns = connections(job)
+    collnet_lines = conns.lines_where(collnet)
+    connected = conns.first(collnet)
     if not (fallback or plugin):
         # SHARP works but lacks some types: those reductions use rings and trees
         types = sorted({r.datatypes for r in limits})
         yield RULE.finding(
             f"SHARP lacks datatype(s) {'; '.join(types)} on {len(_hosts(limits))} host(s)"
             + (f"; SHARP initialized on {len(up_hosts)} host(s)" if up_hosts else "")
-            + (f", {line_count(connected)} CollNet connection line(s)" if connected else "")
+            + (f", {collnet_lines} CollNet connection line(s)" if connected else "")
             + ". Reductions of those types do not use SHARP (rings and trees instead).",
             [*_first_per_host(limits), *up[:1], *connected[:1]],
             severity=Severity.INFO,
@@ -97,7 +101,7 @@ def _check_collnet_unavailable(job: Job) -> Iterator[Finding]:
     if connected and not fallback:
         # the plugin complained but CollNet connected: a limit (datatypes, resources), not a loss
         yield RULE.finding(
-            f"CollNet over SHARP connected ({line_count(connected)} CollNet connection line(s)), but the "
+            f"CollNet over SHARP connected ({collnet_lines} CollNet connection line(s)), but the "
             f"SHARP plugin warned on {len(hosts)} host(s): {'; '.join(why[:2])}.",
             [*_first_per_host(plugin), connected[0]],
             severity=Severity.INFO,
