@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
+import polars as pl
+
+from ncclscope.model.connections import connections
 from ncclscope.model.enums import Transport
 from ncclscope.model.job import Job
 from ncclscope.model.records.init import CommInit
 from ncclscope.model.records.topology import Connection
 from ncclscope.model.records.traces import TopoXmlNvlink
-from ncclscope.model.views import line_count
 from ncclscope.rules.base import Category, Finding, Rule, Severity
 from ncclscope.rules.topo._shared import _bus_int
 
@@ -47,22 +49,32 @@ def _check_nvlink_unused(job: Job) -> Iterator[Finding]:
         bus_no = _bus_int(init.bus_id)
         if bus_no is not None:
             bus[(init.host, init.rank)].add(bus_no)
-    slow: list[tuple[Connection, TopoXmlNvlink]] = []
-    for conn in job.of(Connection):
-        if conn.transport not in (Transport.SHM, Transport.NET) or conn.to_rank is None:
-            continue
-        src = bus.get((conn.host, conn.from_rank), set())
-        dst = bus.get((conn.host, conn.to_rank), set())
+    # the SHM and NET connections by host and rank pair (table rows: a record each is not
+    # needed to look their GPUs up): (the first row, the lines, the NVLink joining them)
+    conns = connections(job)
+    slow: list[tuple[int, int, TopoXmlNvlink]] = []
+    for host, a, b, lines, at in (
+        conns.table.filter(
+            pl.col("transport").is_in([Transport.SHM.value, Transport.NET.value]),
+            pl.col("to_rank").is_not_null(),
+        )
+        .group_by("host", "from_rank", "to_rank")
+        .agg(pl.col("lines").sum(), pl.col("i").first())
+        .iter_rows()
+    ):
+        src = bus.get((host, a), set())
+        dst = bus.get((host, b), set())
         if len(src) != 1 or len(dst) != 1:
             continue  # the rank numbers of several communicators: no safe mapping
         joined = links.get(frozenset((next(iter(src)), next(iter(dst)))))
         if joined is not None:
-            slow.append((conn, joined))
+            slow.append((at, lines, joined))
     if not slow:
         return
-    first, nvl = slow[0]
+    at, _lines, nvl = min(slow, key=lambda s: s[0])
+    (first,) = conns.records_at([at])
     yield RULE.finding(
-        f"{line_count(c for c, _ in slow)} connection(s) go through {first.transport} between GPUs that the topology "
+        f"{sum(n for _at, n, _nvl in slow)} connection(s) go through {first.transport} between GPUs that the topology "
         f"XML joins with {nvl.count} NVLink(s) ({nvl.busid} and {nvl.target}): NVLink P2P is "
         "not used.",
         [first, nvl],
